@@ -1,0 +1,2 @@
+// Command lanes is the lanes command line: demo, bench, broker and dlq.
+package main

@@ -1,0 +1,2 @@
+// Package consumer runs the lanes per-session pipeline over a Kafka consumer group.
+package consumer

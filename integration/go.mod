@@ -1,0 +1,3 @@
+module github.com/lanesdev/lanes/integration
+
+go 1.26.0

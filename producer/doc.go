@@ -1,0 +1,2 @@
+// Package producer sends session-keyed messages to Kafka for lanes.
+package producer

@@ -1,0 +1,3 @@
+module github.com/lanesdev/lanes/tracing
+
+go 1.26.0
