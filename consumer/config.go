@@ -1,0 +1,198 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrConfig is wrapped by every error [New] returns for a bad Config; the
+// message names the field.
+var ErrConfig = errors.New("consumer: bad config")
+
+// StartOffset says where a group with no committed offset for a partition
+// starts reading it.
+type StartOffset int
+
+const (
+	// StartEarliest reads from the oldest retained record (the default):
+	// a new group processes the topic's whole history.
+	StartEarliest StartOffset = iota
+	// StartLatest reads only records produced after the group first joins.
+	StartLatest
+)
+
+// Config configures a [Consumer]. The zero value of every field except
+// Brokers, Group, Topics and DeadLetterTopic means its documented default.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Group is the consumer group. Required.
+	Group string
+	// Topics are the topics to consume. Required. A session's records from
+	// several topics share one lane, so they are handled in order of
+	// arrival, one at a time.
+	Topics []string
+	// DeadLetterTopic receives records that failed permanently or spent
+	// their retry budget. Required unless Retry.Forever is set, in which
+	// case no record is ever dead-lettered.
+	DeadLetterTopic string
+
+	// SessionKey returns the session ID of a record. Default: the record
+	// key as a string. Records with a nil key (and SessionKey unset) have
+	// no session: all of them from one partition share one lane, keyed by
+	// topic and partition, so they keep their partition order; their
+	// Message.SessionID is "".
+	SessionKey func(*kgo.Record) string
+	// Filter, when set, is called for every fetched record before it
+	// reaches a lane; returning false drops the record: it counts as done
+	// at once and is counted in Stats.Filtered. Default: keep everything.
+	Filter func(*kgo.Record) bool
+	// StartOffset is where a partition with no committed offset starts.
+	// Default: StartEarliest.
+	StartOffset StartOffset
+
+	// Shards is the number of dispatch shards (lock stripes over the
+	// session → lane maps). Default: 4 × GOMAXPROCS.
+	Shards int
+	// SessionIdle ends a lane's goroutine after this long with nothing to
+	// do. Default: 30s.
+	SessionIdle time.Duration
+	// HandlerTimeout bounds each handler attempt through its context; a
+	// handler that ignores its context is reported and its lane waits for
+	// it to return. Default: 1m.
+	HandlerTimeout time.Duration
+	// Retry is the policy for handler errors. Default: see RetryPolicy.
+	Retry RetryPolicy
+
+	// MaxBufferedRecords bounds the records of one partition held in
+	// memory (queued in lanes plus in flight). When a partition reaches it,
+	// fetching that partition pauses; it resumes when the count falls to
+	// half. A poll can overshoot the bound by at most MaxPollRecords.
+	// Default: 1024.
+	MaxBufferedRecords int
+	// MaxPollRecords is the most records taken from the client per poll.
+	// Default: 512.
+	MaxPollRecords int
+	// CommitInterval is how often the watermarks of owned partitions are
+	// committed (only those that moved). Default: 1s.
+	CommitInterval time.Duration
+	// CommitTimeout bounds one commit request. Default: 10s.
+	CommitTimeout time.Duration
+	// RevokeTimeout bounds how long a revoke waits for in-flight handlers
+	// of the revoked partitions before committing and letting the
+	// rebalance go on. Default: 30s.
+	RevokeTimeout time.Duration
+	// ShutdownTimeout bounds how long Run waits for in-flight handlers
+	// after its context is cancelled. Default: 30s.
+	ShutdownTimeout time.Duration
+
+	// Logger receives lanes' own log lines: one per DLQ write, per retry
+	// budget spent, per recovered panic, per slow handler; never one per
+	// successful message. Default: disabled.
+	Logger *zerolog.Logger
+
+	// ClientOptions are passed to franz-go after lanes' own options, for
+	// TLS, SASL, timeouts and anything else franz-go offers. Options that
+	// would break lanes' guarantees (auto-commit, a different group or
+	// topics) must not be passed.
+	ClientOptions []kgo.Opt
+}
+
+// Defaults applied by New to zero fields.
+const (
+	DefaultSessionIdle        = 30 * time.Second
+	DefaultHandlerTimeout     = time.Minute
+	DefaultMaxBufferedRecords = 1024
+	DefaultMaxPollRecords     = 512
+	DefaultCommitInterval     = time.Second
+	DefaultCommitTimeout      = 10 * time.Second
+	DefaultRevokeTimeout      = 30 * time.Second
+	DefaultShutdownTimeout    = 30 * time.Second
+)
+
+// validate checks cfg and returns a copy with defaults filled in.
+func (cfg Config) validate() (Config, error) {
+	bad := func(field, format string, args ...any) (Config, error) {
+		return cfg, fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+	}
+	if len(cfg.Brokers) == 0 {
+		return bad("Brokers", "at least one seed broker is required")
+	}
+	for i, b := range cfg.Brokers {
+		if b == "" {
+			return bad("Brokers", "entry %d is empty", i)
+		}
+	}
+	if cfg.Group == "" {
+		return bad("Group", "required")
+	}
+	if len(cfg.Topics) == 0 {
+		return bad("Topics", "at least one topic is required")
+	}
+	for i, t := range cfg.Topics {
+		if t == "" {
+			return bad("Topics", "entry %d is empty", i)
+		}
+		if t == cfg.DeadLetterTopic {
+			return bad("DeadLetterTopic", "%q is also a consumed topic", t)
+		}
+	}
+	if cfg.DeadLetterTopic == "" && !cfg.Retry.Forever {
+		return bad("DeadLetterTopic", "required unless Retry.Forever is set (records that fail permanently need somewhere to go)")
+	}
+	if cfg.StartOffset != StartEarliest && cfg.StartOffset != StartLatest {
+		return bad("StartOffset", "unknown value %d", cfg.StartOffset)
+	}
+	ints := []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"Shards", &cfg.Shards, 4 * runtime.GOMAXPROCS(0)},
+		{"MaxBufferedRecords", &cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
+		{"MaxPollRecords", &cfg.MaxPollRecords, DefaultMaxPollRecords},
+	}
+	for _, f := range ints {
+		if *f.v < 0 {
+			return bad(f.name, "must not be negative, got %d", *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"SessionIdle", &cfg.SessionIdle, DefaultSessionIdle},
+		{"HandlerTimeout", &cfg.HandlerTimeout, DefaultHandlerTimeout},
+		{"CommitInterval", &cfg.CommitInterval, DefaultCommitInterval},
+		{"CommitTimeout", &cfg.CommitTimeout, DefaultCommitTimeout},
+		{"RevokeTimeout", &cfg.RevokeTimeout, DefaultRevokeTimeout},
+		{"ShutdownTimeout", &cfg.ShutdownTimeout, DefaultShutdownTimeout},
+	}
+	for _, f := range durs {
+		if *f.v < 0 {
+			return bad(f.name, "must not be negative, got %v", *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	r, err := cfg.Retry.withDefaults()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Retry = r
+	if cfg.Logger == nil {
+		nop := zerolog.Nop()
+		cfg.Logger = &nop
+	}
+	return cfg, nil
+}

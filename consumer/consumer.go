@@ -1,0 +1,167 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Errors returned by Run.
+var (
+	// ErrRunTwice: Run was called on a consumer that already ran.
+	ErrRunTwice = errors.New("consumer: Run called more than once")
+	// ErrUnfinished is wrapped by Run's error when the shutdown drain did
+	// not finish every in-flight record within ShutdownTimeout.
+	ErrUnfinished = errors.New("consumer: shutdown left work unfinished")
+)
+
+// Consumer runs the lanes pipeline over one consumer-group member. Create it
+// with New and start it with Run.
+type Consumer struct {
+	cfg Config
+	h   Handler
+
+	mu    sync.Mutex // guards parts and epoch
+	parts map[partKey]*partition
+	epoch uint64
+
+	shards   []*shard
+	flow     *flow
+	client   *kgo.Client
+	commitMu sync.Mutex // serialises commits
+	stats    counters
+
+	workCtx    context.Context // parent of every handler context
+	cancelWork context.CancelFunc
+	lanesWG    sync.WaitGroup
+	stop       chan struct{} // closed to end every lane goroutine
+	ran        atomic.Bool
+}
+
+// New validates cfg, fills in its defaults and returns a consumer that
+// calls h. It returns an error wrapping ErrConfig that names the bad field.
+// New does not connect; Run does.
+func New(cfg Config, h Handler) (*Consumer, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: handler: must not be nil", ErrConfig)
+	}
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer{cfg: cfg, h: h, parts: map[partKey]*partition{}, flow: newFlow(), stop: make(chan struct{})}
+	c.shards = make([]*shard, cfg.Shards)
+	for i := range c.shards {
+		c.shards[i] = &shard{c: c, lanes: map[string]*lane{}}
+	}
+	return c, nil
+}
+
+func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }
+
+func (c *Consumer) clientOpts() []kgo.Opt {
+	reset := kgo.NewOffset().AtStart()
+	if c.cfg.StartOffset == StartLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.cfg.Brokers...),
+		kgo.ConsumerGroup(c.cfg.Group),
+		kgo.ConsumeTopics(c.cfg.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(reset),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(c.onAssigned),
+		kgo.OnPartitionsRevoked(c.onRevoked),
+		kgo.OnPartitionsLost(c.onLost),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), // DLQ records
+	}
+	return append(opts, c.cfg.ClientOptions...)
+}
+
+// Run joins the group and processes records until ctx is cancelled, then
+// shuts down: it stops fetching, waits (at most ShutdownTimeout) for
+// in-flight handlers, commits every owned partition's watermark, leaves the
+// group and returns. It returns nil after a clean drain, an error wrapping
+// ErrUnfinished naming what was left undone otherwise (that work is
+// redelivered to the next owner), or the error that stopped the client from
+// starting. No goroutine started by Run outlives it, provided handlers
+// return once their context is cancelled.
+func (c *Consumer) Run(ctx context.Context) error {
+	if !c.ran.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	cl, err := kgo.NewClient(c.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("consumer: start client: %w", err)
+	}
+	c.client, c.flow.client = cl, cl
+	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
+	defer c.cancelWork()
+
+	var bg sync.WaitGroup
+	bgStop := make(chan struct{})
+	bg.Add(2)
+	go func() { defer bg.Done(); c.flow.run(bgStop) }()
+	go func() { defer bg.Done(); c.commitLoop(bgStop) }()
+
+	c.poll(ctx)
+	err = c.shutdown(bgStop, &bg)
+	return err
+}
+
+// poll is the poll loop: fetch, dispatch to lanes, allow a rebalance.
+func (c *Consumer) poll(ctx context.Context) {
+	for ctx.Err() == nil {
+		fs := c.client.PollRecords(ctx, c.cfg.MaxPollRecords)
+		if fs.IsClientClosed() {
+			c.client.AllowRebalance()
+			return
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				c.log().Warn().Err(err).Str("topic", t).Int32("partition", p).Msg("fetch error")
+			}
+		})
+		c.dispatch(fs)
+		c.client.AllowRebalance()
+	}
+}
+
+// shutdown drains, commits and closes; see Run.
+func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
+	parts := c.takeAll()
+	left := waitDrained(parts, c.cfg.ShutdownTimeout)
+	c.cancelWork()
+	close(c.stop)
+	c.lanesWG.Wait()
+	close(bgStop)
+	bg.Wait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
+	defer cancel()
+	var errs []error
+	if err := c.client.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("consumer: flush dead-letter writes: %w", err))
+	}
+	if err := c.commit(ctx, parts); err != nil {
+		errs = append(errs, err)
+	}
+	c.client.CloseAllowingRebalance()
+	if len(left) > 0 {
+		names := make([]string, len(left))
+		for i, p := range left {
+			names[i] = fmt.Sprintf("%s/%d", p.key.topic, p.key.partition)
+		}
+		errs = append(errs, fmt.Errorf("%w: handlers still running after %v on %s",
+			ErrUnfinished, c.cfg.ShutdownTimeout, strings.Join(names, ", ")))
+	}
+	return errors.Join(errs...)
+}

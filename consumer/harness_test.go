@@ -1,0 +1,286 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testTimeout bounds every wait in these tests; reaching it is a failure.
+const testTimeout = 90 * time.Second
+
+type env struct {
+	t     *testing.T
+	c     *kfake.Cluster
+	addrs []string
+}
+
+func newEnv(t *testing.T, partitions int32, topics ...string) *env {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &env{t: t, c: c, addrs: c.ListenAddrs()}
+}
+
+func (e *env) client(opts ...kgo.Opt) *kgo.Client {
+	e.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.addrs...),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}, opts...)...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(cl.Close)
+	return cl
+}
+
+// produce writes perSession numbered messages for each session, interleaved
+// across sessions, keyed by session, with value "session|seq".
+func (e *env) produce(topic string, sessions []string, perSession int) {
+	e.t.Helper()
+	cl := e.client()
+	var recs []*kgo.Record
+	for seq := 0; seq < perSession; seq++ {
+		for _, s := range sessions {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(s), Value: []byte(s + "|" + strconv.Itoa(seq))})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		e.t.Fatalf("produce: %v", err)
+	}
+}
+
+func (e *env) config(group string, topics ...string) Config {
+	return Config{
+		Brokers: e.addrs, Group: group, Topics: topics, DeadLetterTopic: "dlq",
+		CommitInterval: 50 * time.Millisecond,
+		Retry:          RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+	}
+}
+
+func sessionNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("chat-%04d", i)
+	}
+	return out
+}
+
+func parseValue(v []byte) (string, int) {
+	s, seq, _ := strings.Cut(string(v), "|")
+	n, _ := strconv.Atoi(seq)
+	return s, n
+}
+
+// call is one handler invocation as the recorder saw it.
+type call struct {
+	session   string
+	seq       int
+	attempt   int
+	topic     string
+	partition int32
+	offset    int64
+	err       error
+}
+
+// recorder is a Handler that records every call, checks that no two calls
+// of one session overlap, and signals when `want` distinct messages are
+// finished (succeeded, or failed permanently / for the last time).
+type recorder struct {
+	fail func(ctx context.Context, m *Message) error // nil: always succeed
+
+	mu       sync.Mutex
+	calls    []call
+	running  map[string]bool
+	overlaps []string
+	finished map[string]bool // "topic|session|seq" done or given up
+	want     int
+	full     chan struct{}
+	isLast   func(m *Message, err error) bool
+}
+
+func newRecorder(want int, fail func(context.Context, *Message) error) *recorder {
+	return &recorder{fail: fail, running: map[string]bool{}, finished: map[string]bool{},
+		want: want, full: make(chan struct{})}
+}
+
+func (r *recorder) Handle(ctx context.Context, m *Message) error {
+	session, seq := parseValue(m.Record.Value)
+	r.mu.Lock()
+	if r.running[session] {
+		r.overlaps = append(r.overlaps, fmt.Sprintf("%s seq %d started while another message of the session ran", session, seq))
+	}
+	r.running[session] = true
+	r.mu.Unlock()
+
+	var err error
+	defer func() {
+		if p := recover(); p != nil {
+			r.mu.Lock()
+			r.running[session] = false
+			r.calls = append(r.calls, call{session, seq, m.Attempt, m.Record.Topic, m.Record.Partition, m.Record.Offset, fmt.Errorf("panic: %v", p)})
+			r.mu.Unlock()
+			panic(p)
+		}
+	}()
+	if r.fail != nil {
+		err = r.fail(ctx, m)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running[session] = false
+	r.calls = append(r.calls, call{session, seq, m.Attempt, m.Record.Topic, m.Record.Partition, m.Record.Offset, err})
+	last := err == nil || IsPermanent(err) || (r.isLast != nil && r.isLast(m, err))
+	k := m.Record.Topic + "|" + session + "|" + strconv.Itoa(seq)
+	if last && !r.finished[k] {
+		r.finished[k] = true
+		if len(r.finished) == r.want {
+			close(r.full)
+		}
+	}
+	return err
+}
+
+func (r *recorder) snapshot() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...)
+}
+
+func (r *recorder) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.full:
+	case <-time.After(testTimeout):
+		r.mu.Lock()
+		n := len(r.finished)
+		r.mu.Unlock()
+		t.Fatalf("timed out: %d of %d messages finished", n, r.want)
+	}
+}
+
+// checkOrder verifies, for every session of every topic, that the calls
+// ran in sequence: seq never goes backwards, a new seq starts only after the
+// previous one succeeded or failed permanently, and every seq in
+// [0, perSession) finished. dead lists the "session|seq" pairs expected to
+// end in the DLQ.
+func checkOrder(t *testing.T, r *recorder, topics []string, sessions []string, perSession int) {
+	t.Helper()
+	r.mu.Lock()
+	overlaps := append([]string(nil), r.overlaps...)
+	r.mu.Unlock()
+	for _, o := range overlaps {
+		t.Error("overlap:", o)
+	}
+	type key struct{ topic, session string }
+	bySession := map[key][]call{}
+	for _, c := range r.snapshot() {
+		k := key{c.topic, c.session}
+		bySession[k] = append(bySession[k], c)
+	}
+	violations := 0
+	for _, topic := range topics {
+		for _, s := range sessions {
+			calls := bySession[key{topic, s}]
+			next := 0 // next seq allowed to start
+			for i, c := range calls {
+				if c.seq != next {
+					if violations++; violations < 10 {
+						t.Errorf("%s/%s call %d: seq %d, want %d", topic, s, i, c.seq, next)
+					}
+					continue
+				}
+				if c.err == nil || IsPermanent(c.err) || (r.isLast != nil && i+1 < len(calls) && calls[i+1].seq == c.seq+1) {
+					next++
+				}
+			}
+			if next != perSession {
+				if violations++; violations < 10 {
+					t.Errorf("%s/%s: finished %d of %d messages", topic, s, next, perSession)
+				}
+			}
+		}
+	}
+	if violations > 0 {
+		t.Fatalf("%d order or completeness violations", violations)
+	}
+}
+
+// start runs c until the returned stop is called; stop returns Run's error.
+func start(t *testing.T, c *Consumer) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-errc:
+			case <-time.After(testTimeout):
+				t.Fatal("Run did not return after cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// eventually polls cond (a state with no signal of its own, such as a
+// broker-side commit) until it holds or the test timeout passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// readDLQ reads n records from the "dlq" topic.
+func readDLQ(t *testing.T, e *env, n int) []*kgo.Record {
+	t.Helper()
+	cl := e.client(kgo.ConsumeTopics("dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d DLQ records", len(out), n)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func header(r *kgo.Record, k string) string {
+	for _, h := range r.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,129 @@
+package consumer
+
+import (
+	"sync"
+	"time"
+)
+
+// shard is one stripe of the session → lane map. A record's shard is
+// Jump(Sum64(lane), Shards), so one session always lands on one shard and
+// sessions spread evenly over shards regardless of their partition.
+type shard struct {
+	c     *Consumer
+	mu    sync.Mutex
+	lanes map[string]*lane
+}
+
+// lane is one active session: its queue, and the goroutine that drains it
+// one record at a time.
+type lane struct {
+	key   string
+	queue []*work       // guarded by shard.mu
+	wake  chan struct{} // cap 1
+}
+
+// enqueue appends w to its lane, starting the lane's goroutine when the
+// session has none.
+func (s *shard) enqueue(w *work) {
+	s.mu.Lock()
+	l := s.lanes[w.lane]
+	if l == nil {
+		l = &lane{key: w.lane, wake: make(chan struct{}, 1)}
+		s.lanes[w.lane] = l
+		s.c.stats.lanes.Add(1)
+		s.c.lanesWG.Add(1)
+		go s.run(l)
+	}
+	l.queue = append(l.queue, w)
+	s.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next pops the lane's next record, or returns nil when its queue is empty.
+func (s *shard) next(l *lane) *work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
+	}
+	w := l.queue[0]
+	l.queue[0] = nil
+	l.queue = l.queue[1:]
+	if len(l.queue) == 0 {
+		l.queue = nil // let a grown backing array go
+	}
+	return w
+}
+
+// retire removes an idle lane; it fails if work arrived meanwhile.
+func (s *shard) retire(l *lane) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(l.queue) > 0 {
+		return false
+	}
+	delete(s.lanes, l.key)
+	s.c.stats.lanes.Add(-1)
+	return true
+}
+
+// run is the lane's goroutine: it handles queued records in order and ends
+// after SessionIdle with nothing to do, or when the consumer stops.
+func (s *shard) run(l *lane) {
+	defer s.c.lanesWG.Done()
+	idle := time.NewTimer(s.c.cfg.SessionIdle)
+	defer idle.Stop()
+	for {
+		if w := s.next(l); w != nil {
+			s.c.process(w)
+			continue
+		}
+		idle.Reset(s.c.cfg.SessionIdle)
+		select {
+		case <-l.wake:
+		case <-idle.C:
+			if s.retire(l) {
+				return
+			}
+		case <-s.c.stop:
+			s.mu.Lock()
+			delete(s.lanes, l.key)
+			s.c.stats.lanes.Add(-1)
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
+// process runs one record through the handler (with retries and, when
+// needed, the DLQ) and reports the outcome to its partition.
+func (c *Consumer) process(w *work) {
+	p := w.p
+	p.mu.Lock()
+	p.queued--
+	if p.fenced {
+		p.mu.Unlock()
+		return // revoked or stopping: the next owner reads it again
+	}
+	p.running++
+	p.mu.Unlock()
+
+	done := c.deliver(w)
+
+	p.mu.Lock()
+	if done {
+		p.tr.done(w.seq)
+	}
+	p.running--
+	if p.fenced && p.running == 0 {
+		close(p.drained)
+	}
+	resume := releaseLocked(p, c.cfg.MaxBufferedRecords)
+	p.mu.Unlock()
+	if resume {
+		c.flow.mark(p)
+	}
+}

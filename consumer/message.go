@@ -1,0 +1,39 @@
+package consumer
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Message is one record handed to a Handler.
+type Message struct {
+	// Record is the Kafka record: topic, partition, offset, key, value,
+	// headers, timestamp. Handlers must not modify it.
+	Record *kgo.Record
+	// SessionID is the record's session: by default its key; "" for a
+	// record with a nil key.
+	SessionID string
+	// EventID is the value of the lanes-event-id header; "" when absent.
+	// It is not validated: use eventid.Parse to check it.
+	EventID string
+	// Attempt is 1 on the first delivery to the handler and grows by one
+	// on each retry.
+	Attempt int
+}
+
+// Handler processes messages. Handle is called for one message of a session
+// at a time, in partition-offset order; calls for different sessions run
+// concurrently. Return nil on success, an error to retry with backoff, or
+// Permanent(err) to send the message straight to the dead-letter topic.
+// Handle must honour ctx: it is cancelled at HandlerTimeout and on hard
+// shutdown.
+type Handler interface {
+	Handle(ctx context.Context, m *Message) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, m *Message) error
+
+// Handle calls f(ctx, m).
+func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ctx, m) }

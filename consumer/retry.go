@@ -1,0 +1,131 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// RetryPolicy says how a lane retries a message whose handler returned a
+// non-permanent error. Later messages of the session wait behind it; other
+// sessions do not. The zero value is the default policy: exponential
+// backoff from 100ms, ×2 per attempt, capped at 10s, ±50% jitter, at most 10
+// attempts and 2 minutes, then the dead-letter topic.
+type RetryPolicy struct {
+	// InitialInterval is the wait after the first failure. Default: 100ms.
+	InitialInterval time.Duration
+	// Multiplier grows the wait after each failure. Default: 2.
+	Multiplier float64
+	// MaxInterval caps one wait. Default: 10s.
+	MaxInterval time.Duration
+	// Jitter is the randomization factor: each wait is drawn from
+	// [w·(1−Jitter), w·(1+Jitter)]. Must be in [0, 1]. Default: 0.5. Set
+	// NoJitter for none.
+	Jitter float64
+	// NoJitter turns jitter off (Jitter is then ignored).
+	NoJitter bool
+	// MaxAttempts is the retry budget by count: handler calls including the
+	// first. Default: 10.
+	MaxAttempts int
+	// MaxElapsed is the retry budget by time, from the first attempt's
+	// start; once spent, no further attempt starts. Default: 2m.
+	MaxElapsed time.Duration
+	// Forever retries without budget (MaxAttempts and MaxElapsed are
+	// ignored). Permanent errors are still dead-lettered when a
+	// DeadLetterTopic is set; without one, they are retried too, with a
+	// log line per message, so nothing is ever dropped.
+	Forever bool
+}
+
+// Retry defaults.
+const (
+	DefaultRetryInitial     = 100 * time.Millisecond
+	DefaultRetryMultiplier  = 2.0
+	DefaultRetryMaxInterval = 10 * time.Second
+	DefaultRetryJitter      = 0.5
+	DefaultRetryMaxAttempts = 10
+	DefaultRetryMaxElapsed  = 2 * time.Minute
+)
+
+func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
+	bad := func(field string, v any) (RetryPolicy, error) {
+		return p, fmt.Errorf("%w: Retry.%s: out of range: %v", ErrConfig, field, v)
+	}
+	switch {
+	case p.InitialInterval < 0:
+		return bad("InitialInterval", p.InitialInterval)
+	case p.MaxInterval < 0:
+		return bad("MaxInterval", p.MaxInterval)
+	case p.MaxElapsed < 0:
+		return bad("MaxElapsed", p.MaxElapsed)
+	case p.MaxAttempts < 0:
+		return bad("MaxAttempts", p.MaxAttempts)
+	case p.Multiplier < 0 || (p.Multiplier > 0 && p.Multiplier < 1):
+		return bad("Multiplier (want >= 1)", p.Multiplier)
+	case p.Jitter < 0 || p.Jitter > 1:
+		return bad("Jitter (want 0..1)", p.Jitter)
+	}
+	if p.InitialInterval == 0 {
+		p.InitialInterval = DefaultRetryInitial
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = DefaultRetryMultiplier
+	}
+	if p.MaxInterval == 0 {
+		p.MaxInterval = DefaultRetryMaxInterval
+	}
+	if p.Jitter == 0 {
+		p.Jitter = DefaultRetryJitter
+	}
+	if p.NoJitter {
+		p.Jitter = 0
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultRetryMaxAttempts
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = DefaultRetryMaxElapsed
+	}
+	return p, nil
+}
+
+// backoff returns a fresh backoff for one message. It yields backoff.Stop
+// when the budget by time is spent; the attempt budget is checked by the
+// lane, which knows the attempt number.
+func (p RetryPolicy) backoff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.InitialInterval
+	b.Multiplier = p.Multiplier
+	b.MaxInterval = p.MaxInterval
+	b.RandomizationFactor = p.Jitter
+	b.MaxElapsedTime = p.MaxElapsed
+	if p.Forever {
+		b.MaxElapsedTime = 0
+	}
+	b.Reset()
+	return b
+}
+
+// permanentError marks an error that must not be retried.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so that the consumer never retries it: the message
+// goes straight to the dead-letter topic. Permanent(nil) returns nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,148 @@
+package consumer
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stats is a snapshot of a consumer's pipeline.
+type Stats struct {
+	// Partitions has one entry per owned partition, sorted by topic and
+	// partition.
+	Partitions []PartitionStats
+	// ActiveSessions is the number of lanes (session goroutines) alive.
+	ActiveSessions int
+	// Processed counts records the handler finished successfully.
+	Processed int64
+	// Retries counts handler attempts that failed and were retried.
+	Retries int64
+	// DeadLettered counts records written to the dead-letter topic, and
+	// DeadLetteredByReason splits it by lanes-dlq-reason.
+	DeadLettered         int64
+	DeadLetteredByReason map[string]int64
+	// DeadLetterFailures counts failed DLQ writes (each was retried).
+	DeadLetterFailures int64
+	// Filtered counts records dropped by Config.Filter.
+	Filtered int64
+	// Panics counts handler panics recovered.
+	Panics int64
+	// SlowHandlers counts attempts that ran past HandlerTimeout (handlers
+	// ignoring their context).
+	SlowHandlers int64
+	// Rebalances counts partition assignments received.
+	Rebalances int64
+	// Commits and CommitFailures count commit requests; CommitLatency is
+	// the mean duration of a commit request.
+	Commits, CommitFailures int64
+	CommitLatency           time.Duration
+}
+
+// PartitionStats describes one owned partition.
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	// Watermark is the next offset to commit: every lower fetched offset
+	// is done. -1 before anything was fetched.
+	Watermark int64
+	// Committed is the last offset this consumer committed; -1 if none yet.
+	Committed int64
+	// HighWatermark is the partition's end offset as of the latest fetch
+	// response; -1 until the first fetch.
+	HighWatermark int64
+	// Lag is HighWatermark − Watermark: records not yet done. -1 when
+	// unknown.
+	Lag int64
+	// Buffered is the number of records queued in lanes, not started.
+	Buffered int
+	// InFlight is the number of records whose handler is running.
+	InFlight int
+	// Pending is the number of fetched records at or above the watermark
+	// (unfinished, or finished above an unfinished one).
+	Pending int
+	// Paused reports whether fetching of this partition is paused by
+	// backpressure.
+	Paused bool
+}
+
+type counters struct {
+	lanes          atomic.Int64
+	processed      atomic.Int64
+	retries        atomic.Int64
+	filtered       atomic.Int64
+	panics         atomic.Int64
+	slowHandlers   atomic.Int64
+	dlqFailures    atomic.Int64
+	rebalances     atomic.Int64
+	commits        atomic.Int64
+	commitFailures atomic.Int64
+	commitNanos    atomic.Int64
+
+	dlqMu    sync.Mutex
+	dlq      int64
+	dlqByWhy map[string]int64
+}
+
+func (s *counters) deadLettered(reason string) {
+	s.dlqMu.Lock()
+	defer s.dlqMu.Unlock()
+	if s.dlqByWhy == nil {
+		s.dlqByWhy = map[string]int64{}
+	}
+	s.dlq++
+	s.dlqByWhy[reason]++
+}
+
+// Stats returns a snapshot of the consumer's counters and of every owned
+// partition. It is safe to call at any time, from any goroutine.
+func (c *Consumer) Stats() Stats {
+	s := &c.stats
+	out := Stats{
+		ActiveSessions:     int(s.lanes.Load()),
+		Processed:          s.processed.Load(),
+		Retries:            s.retries.Load(),
+		DeadLetterFailures: s.dlqFailures.Load(),
+		Filtered:           s.filtered.Load(),
+		Panics:             s.panics.Load(),
+		SlowHandlers:       s.slowHandlers.Load(),
+		Rebalances:         s.rebalances.Load(),
+		Commits:            s.commits.Load(),
+		CommitFailures:     s.commitFailures.Load(),
+	}
+	if n := out.Commits + out.CommitFailures; n > 0 {
+		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)
+	}
+	s.dlqMu.Lock()
+	out.DeadLettered = s.dlq
+	out.DeadLetteredByReason = make(map[string]int64, len(s.dlqByWhy))
+	for k, v := range s.dlqByWhy {
+		out.DeadLetteredByReason[k] = v
+	}
+	s.dlqMu.Unlock()
+	for _, p := range c.ownedAll() {
+		out.Partitions = append(out.Partitions, p.stats())
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool {
+		a, b := out.Partitions[i], out.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+func (p *partition) stats() PartitionStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := PartitionStats{
+		Topic: p.key.topic, Partition: p.key.partition,
+		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
+		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused,
+	}
+	if p.hwm >= 0 && ps.Watermark >= 0 {
+		ps.Lag = max(p.hwm-ps.Watermark, 0)
+	}
+	return ps
+}

@@ -1,0 +1,110 @@
+package consumer
+
+// tracker follows the offsets of one partition from fetch to done and yields
+// the contiguous watermark: the offset to commit, i.e. the lowest fetched
+// offset that is not done yet, or one past the newest fetched offset when
+// everything fetched is done.
+//
+// Records of a partition are fetched in increasing offset order, possibly
+// with gaps (compaction, transaction markers). The tracker keeps one slot
+// per fetched record in a ring buffer, from the oldest unfinished record to
+// the newest fetched one; offsets that were never fetched have no slot, so
+// they cannot hold the watermark back. Each fetched record gets a sequence
+// number (its slot), which makes marking done O(1); advancing the head past
+// finished slots is O(1) amortized. Memory is proportional to the number of
+// records between the watermark and the newest fetch.
+//
+// A tracker is not safe for concurrent use; its partition's mutex guards it.
+type tracker struct {
+	slots []slot // ring buffer, len is a power of two
+	head  uint64 // sequence number of the oldest slot held
+	tail  uint64 // sequence number the next fetched record gets
+	next  int64  // one past the newest fetched offset; -1 before any fetch
+	start int64  // offset to commit before any fetch (the assigned position); -1 if unknown
+}
+
+type slot struct {
+	offset int64
+	done   bool
+}
+
+func newTracker() tracker {
+	return tracker{slots: make([]slot, 64), next: -1, start: -1}
+}
+
+// fetched records a newly fetched offset and returns its sequence number,
+// to be passed to done. Offsets must be increasing; an offset at or below the
+// newest one is a duplicate delivery and is reported with ok == false.
+func (t *tracker) fetched(offset int64) (seq uint64, ok bool) {
+	if t.next >= 0 && offset < t.next {
+		return 0, false
+	}
+	if t.tail-t.head == uint64(len(t.slots)) {
+		t.grow()
+	}
+	seq = t.tail
+	t.slots[seq&uint64(len(t.slots)-1)] = slot{offset: offset}
+	t.tail++
+	t.next = offset + 1
+	return seq, true
+}
+
+// done marks the record with sequence number seq finished and advances the
+// head over every finished slot. Marking a sequence number twice, or one
+// already below the head, does nothing.
+func (t *tracker) done(seq uint64) {
+	if seq < t.head || seq >= t.tail {
+		return
+	}
+	mask := uint64(len(t.slots) - 1)
+	t.slots[seq&mask].done = true
+	for t.head < t.tail && t.slots[t.head&mask].done {
+		t.head++
+	}
+}
+
+// watermark returns the offset to commit (the next offset to read), or -1
+// when nothing was fetched and no start position is known.
+func (t *tracker) watermark() int64 {
+	if t.head < t.tail {
+		return t.slots[t.head&uint64(len(t.slots)-1)].offset
+	}
+	if t.next >= 0 {
+		return t.next
+	}
+	return t.start
+}
+
+// pending returns how many fetched records are not yet done or are done
+// above an unfinished one: the records the watermark is waiting on.
+func (t *tracker) pending() int { return int(t.tail - t.head) }
+
+// heldBy returns the offset holding the watermark back and whether there is
+// one.
+func (t *tracker) heldBy() (int64, bool) {
+	if t.head == t.tail {
+		return 0, false
+	}
+	return t.slots[t.head&uint64(len(t.slots)-1)].offset, true
+}
+
+// doneAbove calls fn, in increasing order, with every finished offset above
+// the watermark. It is O(pending) and used only at commit time.
+func (t *tracker) doneAbove(fn func(offset int64)) {
+	mask := uint64(len(t.slots) - 1)
+	for s := t.head; s < t.tail; s++ {
+		if sl := t.slots[s&mask]; sl.done {
+			fn(sl.offset)
+		}
+	}
+}
+
+func (t *tracker) grow() {
+	bigger := make([]slot, 2*len(t.slots))
+	mask := uint64(len(t.slots) - 1)
+	nmask := uint64(len(bigger) - 1)
+	for s := t.head; s < t.tail; s++ {
+		bigger[s&nmask] = t.slots[s&mask]
+	}
+	t.slots = bigger
+}

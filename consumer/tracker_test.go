@@ -1,0 +1,174 @@
+package consumer
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func TestTrackerWatermark(t *testing.T) {
+	tr := newTracker()
+	if got := tr.watermark(); got != -1 {
+		t.Fatalf("empty tracker watermark %d, want -1", got)
+	}
+	tr.start = 100
+	if got := tr.watermark(); got != 100 {
+		t.Fatalf("start position not reported: %d", got)
+	}
+	seqs := map[int64]uint64{}
+	for o := int64(100); o <= 104; o++ {
+		s, ok := tr.fetched(o)
+		if !ok {
+			t.Fatalf("fetched(%d) refused", o)
+		}
+		seqs[o] = s
+	}
+	steps := []struct {
+		done int64
+		want int64
+	}{
+		{104, 100}, // out of order: 104 done, 100..103 not
+		{101, 100},
+		{100, 102}, // 100 and 101 done: watermark is 102
+		{103, 102}, // 102 still holds it
+		{102, 105}, // everything done: one past the newest
+	}
+	for _, s := range steps {
+		tr.done(seqs[s.done])
+		if got := tr.watermark(); got != s.want {
+			t.Fatalf("after done(%d) watermark %d, want %d", s.done, got, s.want)
+		}
+	}
+	if tr.pending() != 0 {
+		t.Fatalf("pending %d after all done", tr.pending())
+	}
+}
+
+// Offsets that are never fetched (compaction, transaction markers) must not
+// hold the watermark.
+func TestTrackerGaps(t *testing.T) {
+	tr := newTracker()
+	a, _ := tr.fetched(10)
+	b, _ := tr.fetched(13) // 11 and 12 compacted away
+	c, _ := tr.fetched(20) // 14..19 were transaction markers
+	tr.done(a)
+	if got := tr.watermark(); got != 13 {
+		t.Fatalf("watermark %d, want 13", got)
+	}
+	tr.done(c)
+	if got := tr.watermark(); got != 13 {
+		t.Fatalf("watermark %d, want 13 (13 not done)", got)
+	}
+	tr.done(b)
+	if got := tr.watermark(); got != 21 {
+		t.Fatalf("watermark %d, want 21", got)
+	}
+}
+
+func TestTrackerDuplicatesAndRepeats(t *testing.T) {
+	tr := newTracker()
+	s, _ := tr.fetched(5)
+	if _, ok := tr.fetched(5); ok {
+		t.Fatal("refetch of offset 5 accepted")
+	}
+	if _, ok := tr.fetched(3); ok {
+		t.Fatal("older offset accepted")
+	}
+	tr.done(s)
+	tr.done(s)      // twice: no effect
+	tr.done(s + 10) // unknown: no effect
+	if got := tr.watermark(); got != 6 {
+		t.Fatalf("watermark %d, want 6", got)
+	}
+}
+
+func TestTrackerDoneAbove(t *testing.T) {
+	tr := newTracker()
+	var seqs []uint64
+	for o := int64(0); o < 10; o++ {
+		s, _ := tr.fetched(o)
+		seqs = append(seqs, s)
+	}
+	for _, o := range []int{1, 4, 5, 9} {
+		tr.done(seqs[o])
+	}
+	var got []int64
+	tr.doneAbove(func(o int64) { got = append(got, o) })
+	want := []int64{1, 4, 5, 9}
+	if len(got) != len(want) {
+		t.Fatalf("doneAbove %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("doneAbove %v, want %v", got, want)
+		}
+	}
+	if o, ok := tr.heldBy(); !ok || o != 0 {
+		t.Fatalf("heldBy = %d, %v", o, ok)
+	}
+}
+
+// FuzzTracker compares the tracker with a naive model (a map of fetched
+// offsets and their state) under random fetch, gap and done sequences, far
+// beyond the initial ring size.
+func FuzzTracker(f *testing.F) {
+	f.Add(int64(1), uint16(300))
+	f.Add(int64(99), uint16(2000))
+	f.Fuzz(func(t *testing.T, seed int64, n uint16) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		tr := newTracker()
+		type rec struct {
+			offset int64
+			seq    uint64
+			done   bool
+		}
+		var model []*rec
+		offset := rng.Int64N(1000)
+		for i := 0; i < int(n); i++ {
+			if rng.IntN(3) > 0 || len(model) == 0 {
+				offset += 1 + rng.Int64N(3) // gaps
+				s, ok := tr.fetched(offset)
+				if !ok {
+					t.Fatalf("fetched(%d) refused", offset)
+				}
+				model = append(model, &rec{offset: offset, seq: s})
+			} else {
+				r := model[rng.IntN(len(model))]
+				tr.done(r.seq)
+				r.done = true
+			}
+			want := offset + 1
+			for _, r := range model {
+				if !r.done {
+					want = r.offset
+					break
+				}
+			}
+			if got := tr.watermark(); got != want {
+				t.Fatalf("step %d: watermark %d, model %d", i, got, want)
+			}
+		}
+	})
+}
+
+func BenchmarkTrackerMarkAdvance(b *testing.B) {
+	tr := newTracker()
+	const window = 256
+	seqs := make([]uint64, 0, window)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, _ := tr.fetched(int64(i))
+		seqs = append(seqs, s)
+		if len(seqs) == window {
+			// finish the window out of order: odd slots first, then even
+			for j := 1; j < window; j += 2 {
+				tr.done(seqs[j])
+			}
+			for j := 0; j < window; j += 2 {
+				tr.done(seqs[j])
+			}
+			seqs = seqs[:0]
+		}
+	}
+	_ = tr.watermark()
+}
