@@ -36,6 +36,9 @@ func (c *Consumer) commitLoop(stop <-chan struct{}) {
 func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	if c.crashed.Load() {
+		return nil
+	}
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	marks := map[partKey]int64{}
 	for _, p := range parts {

@@ -78,6 +78,11 @@ type Config struct {
 	// MaxPollRecords is the most records taken from the client per poll.
 	// Default: 512.
 	MaxPollRecords int
+	// FetchMaxWait is how long the broker may hold a fetch that has no new
+	// data. A resumed partition joins the next fetch only after the
+	// in-flight one returns, so this bounds how long backpressure keeps a
+	// drained partition idle. Default: 250ms (franz-go's own default is 5s).
+	FetchMaxWait time.Duration
 	// CommitInterval is how often the watermarks of owned partitions are
 	// committed (only those that moved). Default: 1s.
 	CommitInterval time.Duration
@@ -107,8 +112,9 @@ type Config struct {
 const (
 	DefaultSessionIdle        = 30 * time.Second
 	DefaultHandlerTimeout     = time.Minute
-	DefaultMaxBufferedRecords = 1024
+	DefaultMaxBufferedRecords = 4096
 	DefaultMaxPollRecords     = 512
+	DefaultFetchMaxWait       = 100 * time.Millisecond
 	DefaultCommitInterval     = time.Second
 	DefaultCommitTimeout      = 10 * time.Second
 	DefaultRevokeTimeout      = 30 * time.Second
@@ -172,6 +178,7 @@ func (cfg Config) validate() (Config, error) {
 	}{
 		{"SessionIdle", &cfg.SessionIdle, DefaultSessionIdle},
 		{"HandlerTimeout", &cfg.HandlerTimeout, DefaultHandlerTimeout},
+		{"FetchMaxWait", &cfg.FetchMaxWait, DefaultFetchMaxWait},
 		{"CommitInterval", &cfg.CommitInterval, DefaultCommitInterval},
 		{"CommitTimeout", &cfg.CommitTimeout, DefaultCommitTimeout},
 		{"RevokeTimeout", &cfg.RevokeTimeout, DefaultRevokeTimeout},

@@ -42,6 +42,7 @@ type Consumer struct {
 	lanesWG    sync.WaitGroup
 	stop       chan struct{} // closed to end every lane goroutine
 	ran        atomic.Bool
+	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
 // New validates cfg, fills in its defaults and returns a consumer that
@@ -78,6 +79,7 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(reset),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMaxWait(c.cfg.FetchMaxWait),
 		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
@@ -108,9 +110,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	var bg sync.WaitGroup
 	bgStop := make(chan struct{})
-	bg.Add(2)
+	bg.Add(3)
 	go func() { defer bg.Done(); c.flow.run(bgStop) }()
 	go func() { defer bg.Done(); c.commitLoop(bgStop) }()
+	go func() { defer bg.Done(); c.watchdog(bgStop) }()
 
 	c.poll(ctx)
 	err = c.shutdown(bgStop, &bg)

@@ -17,18 +17,22 @@ var ErrHandlerPanic = errors.New("consumer: handler panicked")
 // spent or the error is permanent (then the record goes to the DLQ), or the
 // partition is fenced. It reports whether the record is done: handled, or
 // durably dead-lettered.
-func (c *Consumer) deliver(w *work) bool {
-	m := &Message{Record: w.rec, SessionID: w.session, EventID: eventID(w.rec)}
+func (c *Consumer) deliver(l *lane, w *work) bool {
+	m := &w.msg
+	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventID(w.rec)}
 	pol := c.cfg.Retry
-	bo := pol.backoff()
+	var bo backoff.BackOff // made on the first failure: most messages need none
 	for attempt := 1; ; attempt++ {
 		m.Attempt = attempt
-		err := c.call(m)
+		err := c.call(l, w, m)
 		if err == nil {
 			c.stats.processed.Add(1)
 			return true
 		}
 		reason := c.giveUp(err, attempt)
+		if bo == nil {
+			bo = pol.backoff()
+		}
 		wait := bo.NextBackOff()
 		if reason == "" && wait == backoff.Stop && !pol.Forever {
 			reason = exhaustedReason(err)
@@ -80,19 +84,20 @@ func sleep(p *partition, d time.Duration) bool {
 }
 
 // call runs one handler attempt under HandlerTimeout, turning a panic into
-// an error and reporting a handler that outlives its timeout.
-func (c *Consumer) call(m *Message) (err error) {
-	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.HandlerTimeout)
-	defer cancel()
-	slow := time.AfterFunc(c.cfg.HandlerTimeout+slowGrace, func() {
-		c.stats.slowHandlers.Add(1)
-		c.log().Warn().Str("topic", m.Record.Topic).Int32("partition", m.Record.Partition).
-			Int64("offset", m.Record.Offset).Str("session", m.SessionID).Int("attempt", m.Attempt).
-			Dur("timeout", c.cfg.HandlerTimeout).
-			Msg("handler ignores its context: still running past HandlerTimeout; its lane waits")
-	})
-	defer slow.Stop()
+// an error. The watchdog reports an attempt that outlives its timeout.
+func (c *Consumer) call(l *lane, w *work, m *Message) (err error) {
+	now := time.Now()
+	var ctx *attemptCtx
+	if m.Attempt == 1 {
+		ctx = &w.first
+		ctx.init(c.workCtx, now, c.cfg.HandlerTimeout)
+	} else {
+		ctx = newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
+	}
+	l.begin(w, m.Attempt, now)
 	defer func() {
+		l.end()
+		ctx.release()
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			c.log().Error().Str("topic", m.Record.Topic).Int32("partition", m.Record.Partition).
@@ -103,7 +108,3 @@ func (c *Consumer) call(m *Message) (err error) {
 	}()
 	return c.h.Handle(ctx, m)
 }
-
-// slowGrace is how long past HandlerTimeout a handler may run before it is
-// reported as ignoring its context.
-const slowGrace = time.Second

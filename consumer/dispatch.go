@@ -24,10 +24,10 @@ type partition struct {
 
 	mu        sync.Mutex
 	tr        tracker
-	queued    int   // records handed to lanes, not started
-	running   int   // records whose handler (or DLQ write) is under way
-	paused    bool  // wanted fetch state; applied by the flow controller
-	fenced    bool  // revoked, lost or shutting down: start nothing more
+	queued    int  // records handed to lanes, not started
+	running   int  // records whose handler (or DLQ write) is under way
+	paused    bool // wanted fetch state; applied by the flow controller
+	fenced    bool // revoked, lost or shutting down: start nothing more
 	fence     chan struct{}
 	drained   chan struct{} // closed once fenced and running == 0
 	committed int64         // last offset committed by this assignment; -1 none
@@ -61,6 +61,8 @@ type work struct {
 	seq     uint64
 	session string
 	lane    string
+	msg     Message    // handed to the handler; part of work to save an allocation
+	first   attemptCtx // the first attempt's context, likewise
 }
 
 // dispatch routes one poll's records, in partition order, to their lanes.
@@ -72,42 +74,48 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		if p == nil {
 			return // not ours (any more): the owner fetches it again
 		}
-		p.mu.Lock()
-		p.hwm = ftp.HighWatermark
-		p.mu.Unlock()
-		for _, r := range ftp.Records {
-			c.route(p, r)
+		for _, w := range c.admit(p, ftp) {
+			c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].enqueue(w)
 		}
 		c.flow.markIfOver(p, c.cfg.MaxBufferedRecords)
 	})
 	c.flow.apply()
 }
 
-func (c *Consumer) route(p *partition, r *kgo.Record) {
-	keep := c.cfg.Filter == nil || c.cfg.Filter(r)
-	p.mu.Lock()
-	seq, fresh := p.tr.fetched(r.Offset)
-	if fresh && !keep {
-		p.tr.done(seq)
+// admit registers a partition's fetched records with its tracker, under one
+// lock, and returns the work to hand to lanes. Filtered records are done at
+// once; records at or below an offset already seen are dropped.
+func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
+	keep := make([]bool, len(ftp.Records))
+	for i, r := range ftp.Records {
+		keep[i] = c.cfg.Filter == nil || c.cfg.Filter(r)
 	}
-	if fresh && keep {
-		p.queued++
+	out := make([]*work, 0, len(ftp.Records))
+	filtered := 0
+	p.mu.Lock()
+	p.hwm = ftp.HighWatermark
+	for i, r := range ftp.Records {
+		seq, fresh := p.tr.fetched(r.Offset)
+		switch {
+		case !fresh:
+		case !keep[i]:
+			p.tr.done(seq)
+			filtered++
+		default:
+			p.queued++
+			out = append(out, &work{rec: r, p: p, seq: seq})
+		}
 	}
 	p.mu.Unlock()
-	if !fresh {
-		return
+	c.stats.filtered.Add(int64(filtered))
+	for _, w := range out {
+		w.session = c.sessionOf(w.rec)
+		w.lane = w.session
+		if w.lane == "" {
+			w.lane = "\x00" + w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10)
+		}
 	}
-	if !keep {
-		c.stats.filtered.Add(1)
-		return
-	}
-	session := c.sessionOf(r)
-	lane := session
-	if lane == "" {
-		lane = "\x00" + r.Topic + "/" + strconv.FormatInt(int64(r.Partition), 10)
-	}
-	w := &work{rec: r, p: p, seq: seq, session: session, lane: lane}
-	c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(w)
+	return out
 }
 
 func (c *Consumer) sessionOf(r *kgo.Record) string {

@@ -1,2 +1,45 @@
-// Package consumer runs the lanes per-session pipeline over a Kafka consumer group.
+// Package consumer runs the lanes pipeline over a Kafka consumer group:
+// messages of one session are handled strictly in order, one at a time,
+// while different sessions run in parallel, far beyond the parallelism that
+// partitions alone give.
+//
+// # Guarantees
+//
+//   - Session order. The handler sees the messages of a session in
+//     partition-offset order and never starts message n+1 before message n
+//     succeeded or was dead-lettered.
+//   - At-least-once, no loss. An offset is committed only when it and every
+//     lower offset of its partition are done (handled, or acknowledged by the
+//     dead-letter topic). A crash or shutdown may redeliver, never lose.
+//   - Isolation. A failing or slow session holds only its own lane; other
+//     sessions, on the same partition too, keep flowing.
+//   - Bounded memory. Lanes (one goroutine each) exist only for active
+//     sessions and end after SessionIdle; records held per partition are
+//     bounded by MaxBufferedRecords, beyond which fetching pauses.
+//
+// # Pipeline
+//
+// Run polls records with franz-go and routes each, in partition order, to
+// one of Shards lock stripes by Jump(Sum64(session)); a stripe keeps one lane
+// per active session. A lane calls the Handler with a per-attempt timeout,
+// retries failures with exponential backoff and jitter while later messages
+// of that session wait, and sends permanent failures (Permanent(err), or a
+// spent retry budget) to DeadLetterTopic with lanes-dlq-* headers. A
+// per-partition offset tracker turns finished offsets into a contiguous
+// watermark, committed every CommitInterval, on revoke and on shutdown.
+//
+// # Example
+//
+//	c, err := consumer.New(consumer.Config{
+//		Brokers:         []string{"127.0.0.1:9092"},
+//		Group:           "chat-service",
+//		Topics:          []string{"chat-messages"},
+//		DeadLetterTopic: "chat-messages-dlq",
+//	}, consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+//		return bookings.Apply(ctx, m.SessionID, m.EventID, m.Record.Value)
+//	}))
+//	if err != nil {
+//		return err
+//	}
+//	return c.Run(ctx) // until ctx is cancelled; then drains and commits
 package consumer

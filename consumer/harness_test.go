@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +15,19 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchCluster != nil {
+		benchCluster.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // testTimeout bounds every wait in these tests; reaching it is a failure.
 const testTimeout = 90 * time.Second
@@ -51,6 +64,7 @@ func (e *env) client(opts ...kgo.Opt) *kgo.Client {
 func (e *env) produce(topic string, sessions []string, perSession int) {
 	e.t.Helper()
 	cl := e.client()
+	defer cl.Close()
 	var recs []*kgo.Record
 	for seq := 0; seq < perSession; seq++ {
 		for _, s := range sessions {
@@ -283,4 +297,10 @@ func header(r *kgo.Record, k string) string {
 		}
 	}
 	return ""
+}
+
+type kgoRecord = kgo.Record
+
+func recordNilKey(topic string, seq int) *kgo.Record {
+	return &kgo.Record{Topic: topic, Value: []byte("nil|" + strconv.Itoa(seq))}
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +21,23 @@ type lane struct {
 	key   string
 	queue []*work       // guarded by shard.mu
 	wake  chan struct{} // cap 1
+
+	// The attempt under way, for the watchdog: since is its start in Unix
+	// nanoseconds, 0 when the lane is between attempts.
+	since    atomic.Int64
+	cur      atomic.Pointer[work]
+	attempt  atomic.Int32
+	reported atomic.Bool
 }
+
+func (l *lane) begin(w *work, attempt int, now time.Time) {
+	l.cur.Store(w)
+	l.attempt.Store(int32(attempt))
+	l.reported.Store(false)
+	l.since.Store(now.UnixNano())
+}
+
+func (l *lane) end() { l.since.Store(0) }
 
 // enqueue appends w to its lane, starting the lane's goroutine when the
 // session has none.
@@ -78,7 +95,7 @@ func (s *shard) run(l *lane) {
 	defer idle.Stop()
 	for {
 		if w := s.next(l); w != nil {
-			s.c.process(w)
+			s.c.process(l, w)
 			continue
 		}
 		idle.Reset(s.c.cfg.SessionIdle)
@@ -100,7 +117,7 @@ func (s *shard) run(l *lane) {
 
 // process runs one record through the handler (with retries and, when
 // needed, the DLQ) and reports the outcome to its partition.
-func (c *Consumer) process(w *work) {
+func (c *Consumer) process(l *lane, w *work) {
 	p := w.p
 	p.mu.Lock()
 	p.queued--
@@ -111,7 +128,7 @@ func (c *Consumer) process(w *work) {
 	p.running++
 	p.mu.Unlock()
 
-	done := c.deliver(w)
+	done := c.deliver(l, w)
 
 	p.mu.Lock()
 	if done {

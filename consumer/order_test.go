@@ -195,4 +195,3 @@ func TestHandlerTimeout(t *testing.T) {
 		t.Errorf("timeout DLQ writes = %d, want 1", got)
 	}
 }
-

@@ -1,0 +1,104 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// attemptCtx is the context of one handler attempt: the work context plus
+// the HandlerTimeout deadline. Its timer is armed only when someone first
+// asks for Done, so a handler that never waits on its context costs no timer
+// at all, while one that does sees exactly context.WithTimeout's behaviour.
+type attemptCtx struct {
+	context.Context // the work context: values and cancellation
+	deadline        time.Time
+
+	mu         sync.Mutex
+	done       chan struct{}
+	closed     bool
+	err        error
+	stopTimer  func() bool
+	stopParent func() bool
+}
+
+func newAttemptCtx(parent context.Context, start time.Time, timeout time.Duration) *attemptCtx {
+	a := &attemptCtx{}
+	a.init(parent, start, timeout)
+	return a
+}
+
+// init prepares a zero attemptCtx (one embedded in a larger value).
+func (a *attemptCtx) init(parent context.Context, start time.Time, timeout time.Duration) {
+	a.Context, a.deadline = parent, start.Add(timeout)
+}
+
+func (a *attemptCtx) Deadline() (time.Time, bool) { return a.deadline, true }
+
+func (a *attemptCtx) Done() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done != nil {
+		return a.done
+	}
+	a.done = make(chan struct{})
+	if a.err == nil {
+		a.refreshLocked()
+	}
+	if a.err != nil {
+		a.closed = true
+		close(a.done)
+		return a.done
+	}
+	t := time.AfterFunc(time.Until(a.deadline), func() { a.cancel(context.DeadlineExceeded) })
+	a.stopTimer = t.Stop
+	a.stopParent = context.AfterFunc(a.Context, func() { a.cancel(a.Context.Err()) })
+	return a.done
+}
+
+func (a *attemptCtx) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		a.refreshLocked()
+	}
+	return a.err
+}
+
+// refreshLocked notices a passed deadline or a cancelled parent without a
+// timer. a.mu held.
+func (a *attemptCtx) refreshLocked() {
+	if err := a.Context.Err(); err != nil {
+		a.finishLocked(err)
+	} else if !time.Now().Before(a.deadline) {
+		a.finishLocked(context.DeadlineExceeded)
+	}
+}
+
+func (a *attemptCtx) cancel(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.finishLocked(err)
+}
+
+func (a *attemptCtx) finishLocked(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+	if a.done != nil && !a.closed {
+		a.closed = true
+		close(a.done)
+	}
+}
+
+// release ends the attempt: it cancels the context (as the cancel func of
+// context.WithTimeout would) and frees its timer.
+func (a *attemptCtx) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopTimer != nil {
+		a.stopTimer()
+		a.stopParent()
+	}
+	a.finishLocked(context.Canceled)
+}

@@ -1,0 +1,206 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Benchmarks run end to end on the embedded broker: 1,000 sessions over 12
+// partitions, 100 messages each on topic "bench" and 20 each on
+// "bench-slow" (the 5 ms handler). Each iteration consumes the whole topic with
+// a fresh group and reports msgs/s; lanes and its baselines run in the same
+// process, on the same records, so their ratio is what matters.
+const (
+	benchSessions   = 1000
+	benchPartitions = 12
+)
+
+// benchTopics: topic → messages per session.
+var benchTopics = map[string]int{"bench": 100, "bench-slow": 20}
+
+var (
+	benchOnce    sync.Once
+	benchCluster *kfake.Cluster
+	benchGroupID atomic.Int64
+)
+
+func benchEnv(b *testing.B) []string {
+	benchOnce.Do(func() {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(benchPartitions, "bench", "bench-slow", "bench-dlq"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCluster = c
+		cl, _ := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+		defer cl.Close()
+		var recs []*kgo.Record
+		for topic, per := range benchTopics {
+			for seq := 0; seq < per; seq++ {
+				for s := 0; s < benchSessions; s++ {
+					k := fmt.Sprintf("chat-%04d", s)
+					recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(fmt.Sprintf("%s|%d", k, seq))})
+				}
+			}
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	return benchCluster.ListenAddrs()
+}
+
+func nextGroup() string { return fmt.Sprintf("bench-%d", benchGroupID.Add(1)) }
+
+// consumeLanes runs a lanes consumer until every record was handled once.
+func consumeLanes(b *testing.B, addrs []string, topic string, work time.Duration) time.Duration {
+	total := int64(benchSessions * benchTopics[topic])
+	var n atomic.Int64
+	done := make(chan struct{})
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		if work > 0 {
+			time.Sleep(work)
+		}
+		if n.Add(1) == total {
+			close(done)
+		}
+		return nil
+	})
+	c, err := New(Config{Brokers: addrs, Group: nextGroup(), Topics: []string{topic}, DeadLetterTopic: "bench-dlq"}, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() { errc <- c.Run(ctx) }()
+	<-done
+	elapsed := time.Since(start)
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	return elapsed
+}
+
+// consumeRaw polls the records with plain franz-go in one group member.
+// With work == 0 it only counts them; with work > 0 it handles them the
+// usual way to get ordering without lanes: one goroutine per partition, each
+// handling its partition's records one at a time. That baseline is slow, so
+// it queues every record but stops timing after perPartitionSample handled.
+func consumeRaw(b *testing.B, addrs []string, topic string, work time.Duration) time.Duration {
+	total := benchSessions * benchTopics[topic]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(nextGroup()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var (
+		handled atomic.Int64
+		done    = make(chan struct{})
+		queues  = map[int32]chan struct{}{}
+		wg      sync.WaitGroup
+		stop    = make(chan struct{})
+	)
+	worker := func(q chan struct{}) {
+		defer wg.Done()
+		for range q {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			time.Sleep(work)
+			if handled.Add(1) == perPartitionSample {
+				close(done)
+			}
+		}
+	}
+	start := time.Now()
+	for seen := 0; seen < total; {
+		fs := cl.PollRecords(context.Background(), 512)
+		if work == 0 {
+			seen += fs.NumRecords()
+			continue
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			q := queues[r.Partition]
+			if q == nil {
+				q = make(chan struct{}, benchSessions*benchTopics[topic])
+				queues[r.Partition] = q
+				wg.Add(1)
+				go worker(q)
+			}
+			q <- struct{}{}
+			seen++
+		})
+	}
+	if work > 0 {
+		<-done
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	return elapsed
+}
+
+// perPartitionSample is how many records the per-partition baseline
+// handles: about a second's worth at 12 partitions × 200 msgs/s.
+const perPartitionSample = 2400
+
+func report(b *testing.B, topic string, total time.Duration) {
+	b.ReportMetric(float64(benchSessions*benchTopics[topic]*b.N)/total.Seconds(), "msgs/s")
+}
+
+// BenchmarkEndToEnd/lanes and /raw-poll: zero-work handler. Target:
+// lanes ≥ 0.5 × raw franz-go polling.
+func BenchmarkEndToEnd(b *testing.B) {
+	addrs := benchEnv(b)
+	for _, bc := range []struct {
+		name string
+		run  func(*testing.B, []string, string, time.Duration) time.Duration
+	}{{"raw-poll", consumeRaw}, {"lanes", consumeLanes}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				total += bc.run(b, addrs, "bench", 0)
+			}
+			report(b, "bench", total)
+		})
+	}
+}
+
+// BenchmarkSlowHandler: every message takes 5 ms. The bound for lanes is
+// sessions/5ms (every session busy all the time); the baseline is one
+// goroutine per partition (12 lanes at most). Target: lanes ≥ 0.7 × bound.
+func BenchmarkSlowHandler(b *testing.B) {
+	addrs := benchEnv(b)
+	const work = 5 * time.Millisecond
+	for _, bc := range []struct {
+		name string
+		run  func(*testing.B, []string, string, time.Duration) time.Duration
+	}{{"per-partition", consumeRaw}, {"lanes", consumeLanes}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				total += bc.run(b, addrs, "bench-slow", work)
+			}
+			if bc.name == "per-partition" {
+				b.ReportMetric(float64(perPartitionSample*b.N)/total.Seconds(), "msgs/s")
+			} else {
+				report(b, "bench-slow", total)
+			}
+			b.ReportMetric(float64(benchSessions)/work.Seconds(), "bound-msgs/s")
+		})
+	}
+}

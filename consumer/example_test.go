@@ -1,0 +1,77 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A chat service: two messages of one session, handled in order on an
+// embedded broker.
+func Example() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "chat", "chat-dlq"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+
+	producer, _ := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	defer producer.Close()
+	ctx := context.Background()
+	producer.ProduceSync(ctx,
+		&kgo.Record{Topic: "chat", Key: []byte("chat-42"), Value: []byte("book a flight to London")},
+		&kgo.Record{Topic: "chat", Key: []byte("chat-42"), Value: []byte("make it Paris")},
+	)
+
+	runCtx, stop := context.WithCancel(ctx)
+	seen := 0
+	c, err := consumer.New(consumer.Config{
+		Brokers:         cluster.ListenAddrs(),
+		Group:           "chat-service",
+		Topics:          []string{"chat"},
+		DeadLetterTopic: "chat-dlq",
+	}, consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		fmt.Printf("%s: %s\n", m.SessionID, m.Record.Value)
+		if seen++; seen == 2 {
+			stop()
+		}
+		return nil
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := c.Run(runCtx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// chat-42: book a flight to London
+	// chat-42: make it Paris
+}
+
+// Errors decide what happens next: nil is done, an error is retried with
+// backoff, Permanent goes straight to the dead-letter topic.
+func ExamplePermanent() {
+	handle := func(ctx context.Context, m *consumer.Message) error {
+		if len(m.Record.Value) == 0 {
+			return consumer.Permanent(errors.New("empty request"))
+		}
+		return nil
+	}
+	err := handle(context.Background(), &consumer.Message{Record: &kgo.Record{}})
+	fmt.Println(consumer.IsPermanent(err))
+	// Output: true
+}
+
+// Retries: a bounded budget by attempts and time, or Forever.
+func ExampleRetryPolicy() {
+	p := consumer.RetryPolicy{InitialInterval: 50 * time.Millisecond, MaxAttempts: 5}
+	fmt.Println(p.MaxAttempts)
+	// Output: 5
+}

@@ -1,0 +1,190 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestHeadOfLineIsolation: one session fails until released; every other
+// session on the same partition finishes meanwhile. The failing session is
+// released only once the others are done, so their completion cannot have
+// waited for it.
+func TestHeadOfLineIsolation(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	sessions := sessionNames(40)
+	const per = 10
+	e.produce("chats", sessions, per)
+	release := make(chan struct{})
+	others := newRecorder((len(sessions)-1)*per, nil)
+	var stuckCalls atomic.Int64
+	all := newRecorder(len(sessions)*per, func(ctx context.Context, m *Message) error {
+		if m.SessionID == "chat-0000" {
+			select {
+			case <-release:
+				return nil
+			default:
+				stuckCalls.Add(1)
+				return errors.New("dependency down")
+			}
+		}
+		return others.Handle(ctx, m)
+	})
+	cfg := e.config("g-hol", "chats")
+	cfg.Retry = RetryPolicy{Forever: true, InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond}
+	c, err := New(cfg, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	others.wait(t)
+	if stuckCalls.Load() == 0 {
+		t.Fatal("the failing session was never tried")
+	}
+	for _, call := range all.snapshot() {
+		if call.session == "chat-0000" && call.seq > 0 {
+			t.Fatalf("chat-0000 seq %d ran while seq 0 was failing", call.seq)
+		}
+	}
+	close(release)
+	all.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, all, []string{"chats"}, sessions, per)
+}
+
+// TestIdleSessionsEnd: 2,000 sessions create 2,000 lanes; after SessionIdle
+// every lane goroutine is gone and the goroutine count is back to where it
+// was before the burst.
+func TestIdleSessionsEnd(t *testing.T) {
+	e := newEnv(t, 4, "chats", "dlq")
+	sessions := sessionNames(2000)
+	gate := make(chan struct{})
+	rec := newRecorder(len(sessions), func(ctx context.Context, m *Message) error {
+		<-gate // hold every lane open until all exist
+		return nil
+	})
+	cfg := e.config("g-idle", "chats")
+	cfg.SessionIdle = 100 * time.Millisecond
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "assignment", func() bool { return len(c.Stats().Partitions) == 4 })
+	base := runtime.NumGoroutine()
+	e.produce("chats", sessions, 1)
+	eventually(t, "2,000 lanes", func() bool { return c.Stats().ActiveSessions == len(sessions) })
+	peak := runtime.NumGoroutine()
+	close(gate)
+	rec.wait(t)
+	eventually(t, "lanes to retire", func() bool { return c.Stats().ActiveSessions == 0 })
+	eventually(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base+2 })
+	t.Logf("goroutines: %d before, %d with 2,000 active sessions, %d after idle", base, peak, runtime.NumGoroutine())
+	if peak < base+len(sessions) {
+		t.Errorf("peak %d goroutines, want at least %d", peak, base+len(sessions))
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTwoTopicsOneGroup: a session's messages from two topics share its lane
+// and each topic's order holds.
+func TestTwoTopicsOneGroup(t *testing.T) {
+	e := newEnv(t, 2, "orders", "events", "dlq")
+	sessions := sessionNames(30)
+	const per = 15
+	e.produce("orders", sessions, per)
+	e.produce("events", sessions, per)
+	rec := newRecorder(2*len(sessions)*per, nil)
+	c, err := New(e.config("g-two-topics", "orders", "events"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"orders", "events"}, sessions, per)
+}
+
+// TestTwoGroupsOneTopic: two groups read one topic independently; each sees
+// every message once, in order.
+func TestTwoGroupsOneTopic(t *testing.T) {
+	e := newEnv(t, 3, "chats", "dlq")
+	sessions := sessionNames(30)
+	const per = 15
+	e.produce("chats", sessions, per)
+	var recs []*recorder
+	var stops []func() error
+	for _, g := range []string{"g-billing", "g-search"} {
+		rec := newRecorder(len(sessions)*per, nil)
+		c, err := New(e.config(g, "chats"), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+		stops = append(stops, start(t, c))
+	}
+	for i, rec := range recs {
+		rec.wait(t)
+		if err := stops[i](); err != nil {
+			t.Fatal(err)
+		}
+		checkOrder(t, rec, []string{"chats"}, sessions, per)
+		if n := len(rec.snapshot()); n != len(sessions)*per {
+			t.Errorf("group %d: %d calls, want %d (each message once)", i, n, len(sessions)*per)
+		}
+	}
+}
+
+// TestNilKeysAndFilter: records with a nil key share one lane per
+// partition, in offset order; filtered records never reach the handler,
+// count as done and are counted.
+func TestNilKeysAndFilter(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	cl := e.client()
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		r := cl.ProduceSync(ctx, recordNilKey("chats", i))
+		if err := r.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := newRecorder(15, nil)
+	cfg := e.config("g-nil", "chats")
+	cfg.Filter = func(r *kgoRecord) bool { _, seq := parseValue(r.Value); return seq%4 != 3 }
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	eventually(t, "watermark past the last filtered record", func() bool {
+		ps := c.Stats().Partitions
+		return len(ps) == 1 && ps[0].Watermark == 20
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var offsets []int64
+	for _, call := range rec.snapshot() {
+		if call.session != "" && call.session != "nil" {
+			t.Fatalf("unexpected session %q", call.session)
+		}
+		offsets = append(offsets, call.offset)
+	}
+	if !slices.IsSorted(offsets) || len(offsets) != 15 {
+		t.Fatalf("nil-key offsets %v: want 15 in order", offsets)
+	}
+	if got := c.Stats().Filtered; got != 5 {
+		t.Errorf("Filtered = %d, want 5", got)
+	}
+}

@@ -1,0 +1,45 @@
+package consumer
+
+import "time"
+
+// watchdog reports handler attempts that run past HandlerTimeout plus a
+// grace period: handlers that ignore their context. Their lanes keep waiting
+// for them (order is never given up), so the report is the operator's cue.
+// It scans the lanes at an interval of half the timeout, between 10ms and 1s.
+func (c *Consumer) watchdog(stop <-chan struct{}) {
+	every := min(max(c.cfg.HandlerTimeout/2, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			c.scanSlow(now)
+		}
+	}
+}
+
+func (c *Consumer) scanSlow(now time.Time) {
+	limit := (c.cfg.HandlerTimeout + slowGrace(c.cfg.HandlerTimeout)).Nanoseconds()
+	for _, s := range c.shards {
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			since := l.since.Load()
+			if since == 0 || now.UnixNano()-since < limit || l.reported.Swap(true) {
+				continue
+			}
+			w := l.cur.Load()
+			c.stats.slowHandlers.Add(1)
+			c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
+				Int64("offset", w.rec.Offset).Str("session", w.session).Int32("attempt", l.attempt.Load()).
+				Dur("running", time.Duration(now.UnixNano()-since)).Dur("timeout", c.cfg.HandlerTimeout).
+				Msg("handler ignores its context: still running past HandlerTimeout; its lane waits")
+		}
+		s.mu.Unlock()
+	}
+}
+
+// slowGrace is how long past HandlerTimeout an attempt may run before it is
+// reported: a tenth of the timeout, at most a second.
+func slowGrace(timeout time.Duration) time.Duration { return min(timeout/10, time.Second) }
