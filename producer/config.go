@@ -1,0 +1,113 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrConfig is wrapped by every error New returns for a bad Config; the
+// message names the field.
+var ErrConfig = errors.New("producer: bad config")
+
+// Partitioning chooses how a session ID maps to a partition.
+type Partitioning int
+
+const (
+	// PartitionKafka (the default) is Kafka's default partitioner for keyed
+	// records: murmur2(session) mod partitions, via franz-go. The Java
+	// client, and any client configured like it, puts a session on the same
+	// partition. librdkafka (CRC32 by default) and Sarama (FNV-1a) do not
+	// unless configured to use murmur2.
+	PartitionKafka Partitioning = iota
+	// PartitionJump is jump consistent hashing over the partition count
+	// (hashring.JumpPartition): when partitions are added, only about
+	// 1/(n+1) of the sessions move, instead of most of them. Every producer
+	// writing a session's messages must use the same choice.
+	PartitionJump
+)
+
+// Config configures a Producer. Zero values mean the documented defaults.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Topic is the topic every message goes to. Required.
+	Topic string
+	// Partitioning picks the partitioner. Default: PartitionKafka.
+	Partitioning Partitioning
+	// AllowNilValues lets Send accept a nil value, which Kafka stores as a
+	// tombstone (a delete marker in compacted topics). Default: false, a
+	// nil value is rejected with ErrNilValue; an empty non-nil value is
+	// always accepted.
+	AllowNilValues bool
+	// DeliveryTimeout bounds how long a message may take to be
+	// acknowledged, retries included; past it the send fails. Default: 30s.
+	DeliveryTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for buffered messages to be
+	// delivered before failing the rest. Default: 10s.
+	CloseTimeout time.Duration
+	// MaxMessageBytes is the largest value the producer accepts, checked
+	// before sending; keep it at or below the topic's max.message.bytes.
+	// Default: 1 MiB (Kafka's default limit).
+	MaxMessageBytes int
+	// Logger receives the producer's own log lines (failed deliveries).
+	// Default: disabled.
+	Logger *zerolog.Logger
+	// ClientOptions are passed to franz-go after lanes' own options: TLS,
+	// SASL, linger, compression. Options that change the partitioner or
+	// turn off idempotence would break per-session order.
+	ClientOptions []kgo.Opt
+}
+
+// Defaults applied by New.
+const (
+	DefaultDeliveryTimeout = 30 * time.Second
+	DefaultCloseTimeout    = 10 * time.Second
+	DefaultMaxMessageBytes = 1 << 20
+)
+
+func (cfg Config) validate() (Config, error) {
+	bad := func(field, format string, args ...any) (Config, error) {
+		return cfg, fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+	}
+	if len(cfg.Brokers) == 0 {
+		return bad("Brokers", "at least one seed broker is required")
+	}
+	for i, b := range cfg.Brokers {
+		if b == "" {
+			return bad("Brokers", "entry %d is empty", i)
+		}
+	}
+	if cfg.Topic == "" {
+		return bad("Topic", "required")
+	}
+	if cfg.Partitioning != PartitionKafka && cfg.Partitioning != PartitionJump {
+		return bad("Partitioning", "unknown value %d", cfg.Partitioning)
+	}
+	if cfg.DeliveryTimeout < 0 {
+		return bad("DeliveryTimeout", "must not be negative, got %v", cfg.DeliveryTimeout)
+	}
+	if cfg.CloseTimeout < 0 {
+		return bad("CloseTimeout", "must not be negative, got %v", cfg.CloseTimeout)
+	}
+	if cfg.MaxMessageBytes < 0 {
+		return bad("MaxMessageBytes", "must not be negative, got %d", cfg.MaxMessageBytes)
+	}
+	if cfg.DeliveryTimeout == 0 {
+		cfg.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if cfg.CloseTimeout == 0 {
+		cfg.CloseTimeout = DefaultCloseTimeout
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.Logger == nil {
+		nop := zerolog.Nop()
+		cfg.Logger = &nop
+	}
+	return cfg, nil
+}

@@ -1,0 +1,48 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Errors a send can fail with. Callers branch on them with errors.Is; the
+// returned error wraps the sentinel and adds context.
+var (
+	// ErrEmptySession: the session ID is "".
+	ErrEmptySession = errors.New("producer: empty session ID")
+	// ErrNilValue: a nil value without Config.AllowNilValues.
+	ErrNilValue = errors.New("producer: nil value (set AllowNilValues to send tombstones)")
+	// ErrTooLarge: the message is larger than MaxMessageBytes or than the
+	// broker accepts.
+	ErrTooLarge = errors.New("producer: message too large")
+	// ErrUnknownTopic: the topic does not exist (and the broker does not
+	// create topics on demand).
+	ErrUnknownTopic = errors.New("producer: unknown topic")
+	// ErrClosed: the producer was closed before the message was delivered.
+	ErrClosed = errors.New("producer: closed")
+	// ErrBadEventID: WithEventID was given a malformed ID.
+	ErrBadEventID = errors.New("producer: bad event ID")
+	// ErrTimeout: the message was not acknowledged within DeliveryTimeout.
+	ErrTimeout = errors.New("producer: delivery timed out")
+)
+
+// classify maps a franz-go delivery error onto the sentinels above, keeping
+// the original in the chain.
+func classify(topic string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return fmt.Errorf("%w: topic %s: %w", ErrTooLarge, topic, err)
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("%w: %s: %w", ErrUnknownTopic, topic, err)
+	case errors.Is(err, kgo.ErrClientClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, kgo.ErrRecordTimeout):
+		return fmt.Errorf("%w: topic %s: %w", ErrTimeout, topic, err)
+	}
+	return fmt.Errorf("producer: send to %s: %w", topic, err)
+}

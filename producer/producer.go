@@ -1,0 +1,201 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/hashring"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Result is what the broker acknowledged for one message.
+type Result struct {
+	Partition int32
+	Offset    int64
+	// EventID is the message's lanes-event-id: the one given with
+	// WithEventID or WithSequence, or a new UUIDv7.
+	EventID string
+}
+
+// Producer sends session-keyed messages. It is safe for concurrent use.
+//
+// Messages of one session go to one partition (the session ID is the record
+// key) and keep the order in which Send or SendAsync was called for them,
+// also across retries: franz-go's idempotent producer never reorders or
+// duplicates records of a partition. Callers that send one session from
+// several goroutines must order those calls themselves.
+type Producer struct {
+	cfg Config
+	cl  *kgo.Client
+
+	mu       sync.RWMutex // held for reading by sends, for writing by Close
+	closed   bool
+	inflight sync.WaitGroup // accepted sends whose callback has not run
+
+	sent, failed atomic.Int64
+}
+
+// New validates cfg and connects lazily (the first send dials the brokers).
+func New(cfg Config) (*Producer, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RecordPartitioner(partitioner(cfg.Partitioning)),
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+	}
+	if cfg.MaxMessageBytes > 1_000_000 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.MaxMessageBytes+batchOverhead)))
+	}
+	cl, err := kgo.NewClient(append(opts, cfg.ClientOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: start client: %w", err)
+	}
+	return &Producer{cfg: cfg, cl: cl}, nil
+}
+
+// batchOverhead is room for the record batch framing and lanes' headers
+// above the largest value.
+const batchOverhead = 4096
+
+func partitioner(p Partitioning) kgo.Partitioner {
+	if p == PartitionJump {
+		return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(r *kgo.Record, n int) int {
+				p, _ := hashring.JumpPartition(string(r.Key), n)
+				return p
+			}
+		})
+	}
+	return kgo.StickyKeyPartitioner(nil)
+}
+
+// Send sends one message of session and waits for the broker's ack (or ctx).
+// If ctx ends first, Send returns ctx's error; the message may still be
+// delivered.
+func (p *Producer) Send(ctx context.Context, sessionID string, value []byte, opts ...SendOption) (Result, error) {
+	type outcome struct {
+		res Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	p.SendAsync(ctx, sessionID, value, func(r Result, err error) { ch <- outcome{r, err} }, opts...)
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("producer: send %s: %w", sessionID, ctx.Err())
+	}
+}
+
+// SendAsync sends one message of session and calls done exactly once with
+// the result, from a franz-go goroutine (done must not block for long).
+// done may be nil. Messages for one session sent by one goroutine are
+// written in call order. Bad input calls done at once with a typed error.
+func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte, done func(Result, error), opts ...SendOption) {
+	if done == nil {
+		done = func(Result, error) {}
+	}
+	rec, err := p.record(sessionID, value, opts)
+	if err != nil {
+		p.failed.Add(1)
+		done(Result{}, err)
+		return
+	}
+	id := eventid.FromRecord(rec)
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		p.failed.Add(1)
+		done(Result{EventID: id}, ErrClosed)
+		return
+	}
+	p.inflight.Add(1)
+	p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+		defer p.inflight.Done()
+		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
+		if err != nil {
+			p.failed.Add(1)
+			err = classify(p.cfg.Topic, err)
+			p.cfg.Logger.Debug().Err(err).Str("session", sessionID).Str("event_id", id).Msg("send failed")
+			done(Result{EventID: id}, err)
+			return
+		}
+		p.sent.Add(1)
+		done(res, nil)
+	})
+}
+
+// record validates the input and builds the record with lanes' headers.
+func (p *Producer) record(sessionID string, value []byte, opts []SendOption) (*kgo.Record, error) {
+	if sessionID == "" {
+		return nil, ErrEmptySession
+	}
+	if value == nil && !p.cfg.AllowNilValues {
+		return nil, ErrNilValue
+	}
+	if n := len(value) + len(sessionID); n > p.cfg.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes, MaxMessageBytes is %d", ErrTooLarge, n, p.cfg.MaxMessageBytes)
+	}
+	var o sendOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	id, err := o.resolveEventID(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	rec := &kgo.Record{Key: []byte(sessionID), Value: value, Headers: o.headers}
+	eventid.Stamp(rec, id, sessionID)
+	return rec, nil
+}
+
+// Flush waits until every message sent so far is acknowledged or failed,
+// or ctx ends.
+func (p *Producer) Flush(ctx context.Context) error {
+	if err := p.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("producer: flush: %w", err)
+	}
+	return nil
+}
+
+// Close stops accepting messages, waits up to CloseTimeout for buffered ones
+// to be delivered, fails the rest with ErrClosed, and releases the client.
+// Every callback of an accepted message runs exactly once before Close
+// returns. Close is idempotent.
+func (p *Producer) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CloseTimeout)
+	defer cancel()
+	_ = p.cl.Flush(ctx)
+	p.cl.Close()
+	p.inflight.Wait()
+}
+
+// Stats is a snapshot of the producer's counters.
+type Stats struct {
+	// Sent counts messages acknowledged by the broker.
+	Sent int64
+	// Failed counts messages that failed (bad input, delivery errors,
+	// closed producer).
+	Failed int64
+	// Buffered is the number of messages accepted but not yet acknowledged.
+	Buffered int64
+}
+
+// Stats returns the producer's counters.
+func (p *Producer) Stats() Stats {
+	return Stats{Sent: p.sent.Load(), Failed: p.failed.Load(), Buffered: p.cl.BufferedProduceRecords()}
+}
