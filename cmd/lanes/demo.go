@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/producer"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type demoConfig struct {
+	brokers    string
+	sessions   int
+	messages   int
+	partitions int
+	transient  float64
+	permanent  float64
+	work       time.Duration
+	timeout    time.Duration
+}
+
+func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster (default: an embedded broker)")
+	fs.IntVar(&c.sessions, "sessions", 1000, "chat sessions")
+	fs.IntVar(&c.messages, "messages", 50000, "messages in total, spread over the sessions")
+	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the demo topic")
+	fs.Float64Var(&c.transient, "transient", 0.10, "probability that a handler attempt fails transiently (retried)")
+	fs.Float64Var(&c.permanent, "permanent", 0.001, "probability that a message fails permanently (dead-lettered)")
+	fs.DurationVar(&c.work, "work", time.Millisecond, "simulated handler work per message")
+	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case c.sessions < 1:
+		return c, fmt.Errorf("--sessions %d: need at least 1", c.sessions)
+	case c.messages < c.sessions:
+		return c, fmt.Errorf("--messages %d: need at least one per session (%d)", c.messages, c.sessions)
+	case c.partitions < 1:
+		return c, fmt.Errorf("--partitions %d: need at least 1", c.partitions)
+	case c.transient < 0 || c.transient >= 1:
+		return c, fmt.Errorf("--transient %v: want a probability in [0, 1)", c.transient)
+	case c.permanent < 0 || c.permanent > 1:
+		return c, fmt.Errorf("--permanent %v: want a probability in [0, 1]", c.permanent)
+	case c.work < 0 || c.timeout <= 0:
+		return c, errors.New("--work and --timeout must be positive")
+	}
+	return c, nil
+}
+
+// runDemo runs a chat service end to end: a producer sends conversations
+// across many sessions while a lanes consumer with injected faults handles
+// them; every message of every session is checked for order and loss.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseDemo(args, stderr)
+	if err != nil {
+		return err
+	}
+	brokers, where, topic, cleanup, err := demoTopics(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	dlq := topic + "-dlq"
+	fmt.Fprintf(stdout, "lanes demo: %d sessions, %d messages, %d partitions, %s\n",
+		cfg.sessions, cfg.messages, cfg.partitions, where)
+	fmt.Fprintf(stdout, "faults: %.1f%% transient per attempt, %.2f%% permanent per message; handler work %v\n\n",
+		cfg.transient*100, cfg.permanent*100, cfg.work)
+
+	chk := newChecker(cfg)
+	c, err := consumer.New(consumer.Config{
+		Brokers: brokers, Group: topic + "-group", Topics: []string{topic}, DeadLetterTopic: dlq,
+		// Quick retries so a run takes seconds; the budget is large enough
+		// that transient faults never exhaust it.
+		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
+	}, consumer.HandlerFunc(chk.handle))
+	if err != nil {
+		return err
+	}
+	p, err := producer.New(producer.Config{Brokers: brokers, Topic: topic})
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	consumed := make(chan error, 1)
+	start := time.Now()
+	go func() { consumed <- c.Run(runCtx) }()
+	go sendConversations(runCtx, p, cfg, chk)
+
+	prog := newProgress(stderr, chk, cfg.messages)
+	finished := prog.until(runCtx, chk.complete)
+	elapsed := time.Since(start)
+	cancel()
+	runErr := <-consumed
+	p.Close()
+	prog.clear()
+	if runErr != nil {
+		fmt.Fprintln(stderr, "consumer:", runErr)
+	}
+	inDLQ, err := countTopic(ctx, brokers, dlq)
+	if err != nil {
+		fmt.Fprintln(stderr, "reading the DLQ:", err)
+	}
+	r := chk.report(elapsed, inDLQ, finished)
+	r.print(stdout)
+	return r.verdict()
+}
+
+// sendConversations sends every session's messages, interleaved across
+// sessions, each session in order.
+func sendConversations(ctx context.Context, p *producer.Producer, cfg demoConfig, chk *checker) {
+	for seq := 0; ; seq++ {
+		sent := false
+		for s := 0; s < cfg.sessions; s++ {
+			if seq >= chk.perSession(s) {
+				continue
+			}
+			sent = true
+			session := sessionName(s)
+			value := strconv.Itoa(seq) + "|" + utterance(seq)
+			p.SendAsync(ctx, session, []byte(value), func(r producer.Result, err error) {
+				chk.acked(r.EventID, err)
+			}, producer.WithSequence(uint64(seq)))
+		}
+		if !sent || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func sessionName(i int) string { return fmt.Sprintf("chat-%05d", i) }
+
+// A conversation: a booking and its correction come first, so every
+// session checks that "make it Paris" is applied after "book ... London".
+var script = []string{
+	"book a flight to London",
+	"make it Paris",
+	"add a hotel for two nights",
+	"actually make it three nights",
+	"what is the total?",
+	"pay with the card ending 4242",
+	"send me the itinerary",
+}
+
+func utterance(seq int) string { return script[seq%len(script)] }
+
+// demoTopics gives the demo its brokers and a fresh topic: an embedded
+// kfake broker by default, or new topics on the given cluster.
+func demoTopics(ctx context.Context, cfg demoConfig) (brokers []string, where, topic string, cleanup func(), err error) {
+	topic = fmt.Sprintf("lanes-demo-%d", time.Now().UnixNano())
+	if cfg.brokers == "" {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.partitions), topic, topic+"-dlq"))
+		if err != nil {
+			return nil, "", "", nil, fmt.Errorf("start embedded broker: %w", err)
+		}
+		return c.ListenAddrs(), "embedded broker (kfake)", topic, c.Close, nil
+	}
+	brokers = strings.Split(cfg.brokers, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(cctx, int32(cfg.partitions), -1, nil, topic); err != nil {
+		cl.Close()
+		return nil, "", "", nil, fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	if _, err := adm.CreateTopic(cctx, int32(cfg.partitions), -1, nil, topic+"-dlq"); err != nil {
+		cl.Close()
+		return nil, "", "", nil, fmt.Errorf("create topic %s-dlq: %w", topic, err)
+	}
+	cleanup = func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(dctx, topic, topic+"-dlq")
+		cl.Close()
+	}
+	return brokers, "brokers " + cfg.brokers, topic, cleanup, nil
+}
+
+// countTopic counts the records of topic (the DLQ) from start to end.
+func countTopic(ctx context.Context, brokers []string, topic string) (int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(cctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	starts, err := adm.ListStartOffsets(cctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	n := int64(0)
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok {
+			n += o.Offset - s.Offset
+		}
+	})
+	return int(n), nil
+}

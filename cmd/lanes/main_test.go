@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestDemoSmall runs the demo end to end on the embedded broker; run
+// returns an error if any message was lost or handled out of order.
+func TestDemoSmall(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"demo", "--sessions", "40", "--messages", "3000",
+		"--permanent", "0.01", "--partitions", "4"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{"order violations  0", "lost              0", "dead-lettered"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), "produced") && !strings.Contains(out.String(), "throughput") {
+		t.Errorf("no progress or report output")
+	}
+}
+
+func TestBadArgs(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"nope"},
+		{"demo", "--sessions", "0"},
+		{"demo", "--sessions", "10", "--messages", "5"},
+		{"demo", "--transient", "1.5"},
+		{"demo", "--partitions", "0"},
+		{"broker", "--port", "70000"},
+	}
+	for _, args := range cases {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, &out, &errOut); err == nil {
+			t.Errorf("run(%q) succeeded, want an error", args)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// progress prints a live line while the demo runs.
+type progress struct {
+	w     io.Writer
+	chk   *checker
+	total int
+	tty   bool
+}
+
+func newProgress(w io.Writer, chk *checker, total int) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return &progress{w: w, chk: chk, total: total, tty: tty}
+}
+
+// until prints progress until done is closed (true) or ctx ends (false).
+func (p *progress) until(ctx context.Context, done func() <-chan struct{}) bool {
+	every := time.Second
+	if p.tty {
+		every = 250 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, lastAt := 0, time.Now()
+	for {
+		select {
+		case <-done():
+			return true
+		case <-ctx.Done():
+			return false
+		case now := <-t.C:
+			p.chk.mu.Lock()
+			finished := p.chk.processed + p.chk.deadLetters
+			dlq := p.chk.deadLetters
+			p.chk.mu.Unlock()
+			rate := float64(finished-last) / now.Sub(lastAt).Seconds()
+			last, lastAt = finished, now
+			line := fmt.Sprintf("produced %d/%d  processed %d  retries %d  DLQ %d  %.0f msg/s",
+				p.chk.sent.Load(), p.total, finished, p.chk.retries.Load(), dlq, rate)
+			if p.tty {
+				fmt.Fprintf(p.w, "\r\033[K%s", line)
+			} else {
+				fmt.Fprintln(p.w, line)
+			}
+		}
+	}
+}
+
+func (p *progress) clear() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+type demoReport struct {
+	messages, processed, deadLetters, inDLQ  int
+	violations, lost, duplicates, sendErrors int
+	corrections, sessions                    int
+	retries                                  int64
+	elapsed                                  time.Duration
+	p50, p99                                 time.Duration
+	finished                                 bool
+}
+
+func (c *checker) report(elapsed time.Duration, inDLQ int, finished bool) demoReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := demoReport{messages: c.cfg.messages, processed: c.processed, deadLetters: c.deadLetters, inDLQ: inDLQ,
+		violations: c.violations, duplicates: c.duplicates, sendErrors: int(c.sendErrs.Load()),
+		corrections: c.corrections, sessions: c.cfg.sessions, retries: c.retries.Load(),
+		elapsed: elapsed, finished: finished}
+	for id := range c.ackedIDs {
+		if !c.doneIDs[id] {
+			r.lost++
+		}
+	}
+	if n := len(c.latencies); n > 0 {
+		l := slices.Clone(c.latencies)
+		slices.Sort(l)
+		r.p50, r.p99 = l[n*50/100], l[min(n*99/100, n-1)]
+	}
+	return r
+}
+
+func (r demoReport) print(w io.Writer) {
+	secs := r.elapsed.Seconds()
+	fmt.Fprintf(w, "report\n")
+	fmt.Fprintf(w, "  throughput        %.0f msg/s (%d messages in %.2f s)\n", float64(r.processed+r.deadLetters)/secs, r.processed+r.deadLetters, secs)
+	fmt.Fprintf(w, "  latency           p50 %v  p99 %v (send to handled)\n", r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond))
+	fmt.Fprintf(w, "  order violations  %d (every message of every session checked)\n", r.violations)
+	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)
+	fmt.Fprintf(w, "  dead-lettered     %d (%d records in the DLQ topic)\n", r.deadLetters, r.inDLQ)
+	fmt.Fprintf(w, "  retries           %d\n", r.retries)
+	fmt.Fprintf(w, "  duplicates        %d\n", r.duplicates)
+	fmt.Fprintf(w, "  corrections       %d \"make it Paris\" applied after their \"book a flight to London\"\n", r.corrections)
+	if r.sendErrors > 0 {
+		fmt.Fprintf(w, "  send errors       %d\n", r.sendErrors)
+	}
+}
+
+// verdict fails the run when a guarantee was broken or it did not finish.
+func (r demoReport) verdict() error {
+	var errs []error
+	if !r.finished {
+		errs = append(errs, fmt.Errorf("did not finish: %d of %d messages done", r.processed+r.deadLetters, r.messages))
+	}
+	if r.violations > 0 {
+		errs = append(errs, fmt.Errorf("%d order violations", r.violations))
+	}
+	if r.lost > 0 {
+		errs = append(errs, fmt.Errorf("%d messages lost", r.lost))
+	}
+	if r.inDLQ < r.deadLetters {
+		errs = append(errs, fmt.Errorf("%d dead-lettered but only %d in the DLQ topic", r.deadLetters, r.inDLQ))
+	}
+	return errors.Join(errs...)
+}
