@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,9 +23,11 @@ func (c *Consumer) commitLoop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
-			if err := c.commit(ctx, c.ownedAll()); err != nil {
+			parts := c.ownedAll()
+			if err := c.commit(ctx, parts); err != nil {
 				c.log().Warn().Err(err).Msg("periodic commit failed; will retry next interval")
 			}
+			c.refreshPausedLag(ctx, parts)
 			cancel()
 		}
 	}
@@ -41,10 +44,16 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	}
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	marks := map[partKey]int64{}
+	meta := map[partKey]string{}
 	for _, p := range parts {
 		p.mu.Lock()
 		wm := p.tr.watermark()
-		if wm >= 0 && wm > p.committed {
+		md := ""
+		if !c.cfg.DisableCompletedOffsets {
+			md = encodeMetadata(wm, rangesAbove(&p.tr), c.cfg.MaxCommitMetadataBytes)
+		}
+		if wm >= 0 && (wm > p.committed || md != p.committedMeta) {
+			meta[p.key] = md
 			if offsets[p.key.topic] == nil {
 				offsets[p.key.topic] = map[int32]kgo.EpochOffset{}
 			}
@@ -58,6 +67,16 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	}
 	start := time.Now()
 	var err error
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				md := meta[partKey{t.Topic, t.Partitions[j].Partition}]
+				t.Partitions[j].Metadata = &md
+			}
+		}
+		return nil
+	})
 	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
 		err = commitErr(resp, reqErr)
 	})
@@ -71,6 +90,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		if wm, ok := marks[p.key]; ok {
 			p.mu.Lock()
 			p.committed = max(p.committed, wm)
+			p.committedMeta = meta[p.key]
 			p.mu.Unlock()
 		}
 	}
@@ -92,4 +112,35 @@ func commitErr(resp *kmsg.OffsetCommitResponse, reqErr error) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// refreshPausedLag asks the brokers (kadm ListEndOffsets) for the end
+// offsets of paused partitions: no fetch responses arrive for them, and
+// their lag is the signal autoscalers watch.
+func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
+	var topics []string
+	paused := map[partKey]*partition{}
+	for _, p := range parts {
+		p.mu.Lock()
+		if p.paused {
+			paused[p.key] = p
+			topics = append(topics, p.key.topic)
+		}
+		p.mu.Unlock()
+	}
+	if len(paused) == 0 {
+		return
+	}
+	ends, err := kadm.NewClient(c.client).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		c.log().Debug().Err(err).Msg("list end offsets of paused partitions")
+		return
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if p := paused[partKey{o.Topic, o.Partition}]; p != nil && o.Err == nil {
+			p.mu.Lock()
+			p.hwm = max(p.hwm, o.Offset)
+			p.mu.Unlock()
+		}
+	})
 }

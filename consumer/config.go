@@ -96,6 +96,28 @@ type Config struct {
 	// after its context is cancelled. Default: 30s.
 	ShutdownTimeout time.Duration
 
+	// DisableCompletedOffsets stops recording, in the commit metadata, the
+	// offsets completed above the committed watermark. With it set, a
+	// restart reprocesses everything from the watermark. Default: false
+	// (recorded, and skipped after a restart or rebalance).
+	DisableCompletedOffsets bool
+	// MaxCommitMetadataBytes caps the commit metadata. Keep it at or below
+	// the broker's offset.metadata.max.bytes (4096 by default); when the
+	// completed offsets do not fit, only the lowest of them are recorded.
+	// Default: 4096.
+	MaxCommitMetadataBytes int
+
+	// StallTimeout reports a partition whose watermark has not moved for
+	// this long while a record holds it: a warning, Stats.Stalls and
+	// PartitionStats.Stalled. Default: 5m.
+	StallTimeout time.Duration
+	// SkipStalled, when set, also writes the record holding a stalled
+	// partition to the DLQ (reason "stalled") and counts its offset done, so
+	// the partition moves on. Its lane still waits for the stuck handler to
+	// return before running that session's next message. Default: false
+	// (report only).
+	SkipStalled bool
+
 	// Logger receives lanes' own log lines: one per DLQ write, per retry
 	// budget spent, per recovered panic, per slow handler; never one per
 	// successful message. Default: disabled.
@@ -119,6 +141,9 @@ const (
 	DefaultCommitTimeout      = 10 * time.Second
 	DefaultRevokeTimeout      = 30 * time.Second
 	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultStallTimeout       = 5 * time.Minute
+
+	DefaultMaxCommitMetadataBytes = 4096
 )
 
 // validate checks cfg and returns a copy with defaults filled in.
@@ -162,6 +187,7 @@ func (cfg Config) validate() (Config, error) {
 		{"Shards", &cfg.Shards, 4 * runtime.GOMAXPROCS(0)},
 		{"MaxBufferedRecords", &cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
 		{"MaxPollRecords", &cfg.MaxPollRecords, DefaultMaxPollRecords},
+		{"MaxCommitMetadataBytes", &cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
 	}
 	for _, f := range ints {
 		if *f.v < 0 {
@@ -183,6 +209,7 @@ func (cfg Config) validate() (Config, error) {
 		{"CommitTimeout", &cfg.CommitTimeout, DefaultCommitTimeout},
 		{"RevokeTimeout", &cfg.RevokeTimeout, DefaultRevokeTimeout},
 		{"ShutdownTimeout", &cfg.ShutdownTimeout, DefaultShutdownTimeout},
+		{"StallTimeout", &cfg.StallTimeout, DefaultStallTimeout},
 	}
 	for _, f := range durs {
 		if *f.v < 0 {

@@ -3,6 +3,7 @@ package consumer
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
@@ -32,13 +33,19 @@ type partition struct {
 	drained   chan struct{} // closed once fenced and running == 0
 	committed int64         // last offset committed by this assignment; -1 none
 	hwm       int64         // high watermark from the latest fetch; -1 unknown
+
+	committedMeta string    // metadata of the last commit
+	skip          skipper   // offsets completed before this assignment
+	lastWM        int64     // watermark at the last stall check
+	movedAt       time.Time // when the stall check last saw it move
+	stalled       bool
 }
 
 func newPartition(k partKey, epoch uint64) *partition {
 	return &partition{
 		key: k, epoch: epoch, tr: newTracker(),
 		fence: make(chan struct{}), drained: make(chan struct{}),
-		committed: -1, hwm: -1,
+		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
 	}
 }
 
@@ -91,13 +98,16 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 		keep[i] = c.cfg.Filter == nil || c.cfg.Filter(r)
 	}
 	out := make([]*work, 0, len(ftp.Records))
-	filtered := 0
+	filtered, skipped := 0, 0
 	p.mu.Lock()
 	p.hwm = ftp.HighWatermark
 	for i, r := range ftp.Records {
 		seq, fresh := p.tr.fetched(r.Offset)
 		switch {
 		case !fresh:
+		case p.skip.done(r.Offset):
+			p.tr.done(seq)
+			skipped++
 		case !keep[i]:
 			p.tr.done(seq)
 			filtered++
@@ -108,6 +118,7 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 	}
 	p.mu.Unlock()
 	c.stats.filtered.Add(int64(filtered))
+	c.stats.skippedDone.Add(int64(skipped))
 	for _, w := range out {
 		w.session = c.sessionOf(w.rec)
 		w.lane = w.session

@@ -121,9 +121,9 @@ func (c *Consumer) process(l *lane, w *work) {
 	p := w.p
 	p.mu.Lock()
 	p.queued--
-	if p.fenced {
+	if p.fenced || p.tr.isDone(w.seq) {
 		p.mu.Unlock()
-		return // revoked or stopping: the next owner reads it again
+		return // revoked or stopping (the next owner reads it again), or skipped as stalled
 	}
 	p.running++
 	p.mu.Unlock()

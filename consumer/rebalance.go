@@ -2,14 +2,17 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // onAssigned creates fresh state, with a new epoch, for each gained
 // partition, and clears any pause left over from an earlier assignment.
-func (c *Consumer) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	c.mu.Lock()
 	for t, ps := range assigned {
 		for _, id := range ps {
@@ -21,6 +24,47 @@ func (c *Consumer) onAssigned(_ context.Context, cl *kgo.Client, assigned map[st
 	c.mu.Unlock()
 	c.stats.rebalances.Add(1)
 	cl.ResumeFetchPartitions(assigned)
+	c.loadCompleted(ctx, cl, assigned)
+}
+
+// loadCompleted reads the group's commit metadata for newly assigned
+// partitions and remembers the offsets completed above each watermark, so
+// those records are skipped. Metadata that is not lanes', is corrupt, or was
+// written for another offset than the one committed is ignored (with a
+// warning): the worst case is reprocessing, never skipping unfinished work.
+func (c *Consumer) loadCompleted(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if c.cfg.DisableCompletedOffsets || len(assigned) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	resps, err := kadm.NewClient(cl).FetchOffsets(cctx, c.cfg.Group)
+	if err != nil {
+		c.log().Warn().Err(err).Msg("assign: cannot read commit metadata; completed offsets will be reprocessed")
+		return
+	}
+	for t, ps := range assigned {
+		for _, id := range ps {
+			r, ok := resps.Lookup(t, id)
+			if !ok || r.Err != nil || r.At < 0 || r.Metadata == "" {
+				continue
+			}
+			wm, rs, err := decodeMetadata(r.Metadata)
+			if err == nil && wm != r.At {
+				err = fmt.Errorf("metadata written at offset %d, committed offset is %d", wm, r.At)
+			}
+			if err != nil {
+				c.log().Warn().Err(err).Str("topic", t).Int32("partition", id).
+					Msg("assign: ignoring commit metadata; completed offsets will be reprocessed")
+				continue
+			}
+			if p := c.owned(partKey{t, id}); p != nil {
+				p.mu.Lock()
+				p.skip = skipper{rs: rs}
+				p.mu.Unlock()
+			}
+		}
+	}
 }
 
 // onRevoked fences the revoked partitions, waits (at most RevokeTimeout) for

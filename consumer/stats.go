@@ -26,11 +26,16 @@ type Stats struct {
 	DeadLetterFailures int64
 	// Filtered counts records dropped by Config.Filter.
 	Filtered int64
+	// SkippedDone counts records skipped because the commit metadata said
+	// they were completed before a restart or rebalance.
+	SkippedDone int64
 	// Panics counts handler panics recovered.
 	Panics int64
 	// SlowHandlers counts attempts that ran past HandlerTimeout (handlers
 	// ignoring their context).
 	SlowHandlers int64
+	// Stalls counts partitions reported stalled (see Config.StallTimeout).
+	Stalls int64
 	// Rebalances counts partition assignments received.
 	Rebalances int64
 	// Commits and CommitFailures count commit requests; CommitLatency is
@@ -64,6 +69,9 @@ type PartitionStats struct {
 	// Paused reports whether fetching of this partition is paused by
 	// backpressure.
 	Paused bool
+	// Stalled reports whether the watermark has been held by one record
+	// for StallTimeout or longer.
+	Stalled bool
 }
 
 type counters struct {
@@ -71,10 +79,12 @@ type counters struct {
 	processed      atomic.Int64
 	retries        atomic.Int64
 	filtered       atomic.Int64
+	skippedDone    atomic.Int64
 	panics         atomic.Int64
 	slowHandlers   atomic.Int64
 	dlqFailures    atomic.Int64
 	rebalances     atomic.Int64
+	stalls         atomic.Int64
 	commits        atomic.Int64
 	commitFailures atomic.Int64
 	commitNanos    atomic.Int64
@@ -104,9 +114,11 @@ func (c *Consumer) Stats() Stats {
 		Retries:            s.retries.Load(),
 		DeadLetterFailures: s.dlqFailures.Load(),
 		Filtered:           s.filtered.Load(),
+		SkippedDone:        s.skippedDone.Load(),
 		Panics:             s.panics.Load(),
 		SlowHandlers:       s.slowHandlers.Load(),
 		Rebalances:         s.rebalances.Load(),
+		Stalls:             s.stalls.Load(),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
 	}
@@ -139,7 +151,7 @@ func (p *partition) stats() PartitionStats {
 	ps := PartitionStats{
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
-		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused,
+		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
 	}
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)

@@ -63,6 +63,11 @@ func (t *tracker) done(seq uint64) {
 	}
 }
 
+// isDone reports whether the record with sequence number seq is finished.
+func (t *tracker) isDone(seq uint64) bool {
+	return seq < t.head || (seq < t.tail && t.slots[seq&uint64(len(t.slots)-1)].done)
+}
+
 // watermark returns the offset to commit (the next offset to read), or -1
 // when nothing was fetched and no start position is known.
 func (t *tracker) watermark() int64 {

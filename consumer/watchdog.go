@@ -3,11 +3,12 @@ package consumer
 import "time"
 
 // watchdog reports handler attempts that run past HandlerTimeout plus a
-// grace period: handlers that ignore their context. Their lanes keep waiting
+// grace period (handlers that ignore their context), and stalled partitions
+// (stall.go). Their lanes keep waiting
 // for them (order is never given up), so the report is the operator's cue.
-// It scans the lanes at an interval of half the timeout, between 10ms and 1s.
+// It runs every half HandlerTimeout or quarter StallTimeout, within 10ms..1s.
 func (c *Consumer) watchdog(stop <-chan struct{}) {
-	every := min(max(c.cfg.HandlerTimeout/2, 10*time.Millisecond), time.Second)
+	every := min(max(min(c.cfg.HandlerTimeout/2, c.cfg.StallTimeout/4), 10*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -16,6 +17,7 @@ func (c *Consumer) watchdog(stop <-chan struct{}) {
 			return
 		case now := <-t.C:
 			c.scanSlow(now)
+			c.checkStalls(now)
 		}
 	}
 }
