@@ -176,6 +176,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run after cancel: %v", err)
 	}
+	eventually(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base })
 	done := map[int32]map[int64]bool{}
 	for _, call := range rec.snapshot() {
 		if call.err == nil {
@@ -205,5 +206,4 @@ func TestShutdownUnderLoad(t *testing.T) {
 		}
 		t.Logf("partition %d: committed %d, handled %d", p, o.At, len(done[p]))
 	}
-	eventually(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base })
 }
