@@ -51,7 +51,8 @@ type Config struct {
 	CloseTimeout time.Duration
 	// MaxMessageBytes is the largest value the producer accepts, checked
 	// before sending; keep it at or below the topic's max.message.bytes.
-	// Default: 1 MiB (Kafka's default limit).
+	// Default: 1,000,000 bytes (franz-go's batch limit, just under Kafka's
+	// default message.max.bytes).
 	MaxMessageBytes int
 	// Logger receives the producer's own log lines (failed deliveries).
 	// Default: disabled.
@@ -66,7 +67,7 @@ type Config struct {
 const (
 	DefaultDeliveryTimeout = 30 * time.Second
 	DefaultCloseTimeout    = 10 * time.Second
-	DefaultMaxMessageBytes = 1 << 20
+	DefaultMaxMessageBytes = 1_000_000
 )
 
 func (cfg Config) validate() (Config, error) {
