@@ -6,11 +6,21 @@ GO      ?= go
 TESTFLAGS ?= -race -count=1 -timeout 20m
 BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
-.PHONY: test bench lint demo fmt tidy
+KAFKA_SH := integration/kafka/kafka.sh
+
+.PHONY: test test-kafka bench lint demo fmt tidy
 
 ## test: every module, -race, on the embedded broker (kfake)
 test:
 	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...); done
+
+## test-kafka: the integration suite against a real Apache Kafka 4.x broker
+## (started from Maven Central jars with the machine's Java, always stopped)
+test-kafka:
+	@$(KAFKA_SH) start
+	@rc=0; eval "$$($(KAFKA_SH) env | sed 's/^/export /')"; \
+	  (cd integration && $(GO) test $(TESTFLAGS) ./...) || rc=$$?; \
+	  $(KAFKA_SH) stop; exit $$rc
 
 ## bench: Go benchmarks of every module
 bench:

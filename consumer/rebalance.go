@@ -46,6 +46,7 @@ func (c *Consumer) loadCompleted(ctx context.Context, cl *kgo.Client, assigned m
 	for t, ps := range assigned {
 		for _, id := range ps {
 			r, ok := resps.Lookup(t, id)
+			c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).AnErr("err", r.Err).Int("meta", len(r.Metadata)).Msg("assign: committed offset")
 			if !ok || r.Err != nil || r.At < 0 || r.Metadata == "" {
 				continue
 			}
@@ -93,6 +94,7 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 // onLost drops the lost partitions without committing: another member may
 // own them already.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	c.log().Warn().Interface("partitions", lost).Msg("partitions lost: dropping them without a commit")
 	c.take(lost)
 	cl.ResumeFetchPartitions(lost)
 }

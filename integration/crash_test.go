@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+// TestMain runs the test binary as a consumer process when LANES_HELPER is
+// set (the crash scenario re-executes itself), and as the test suite
+// otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv("LANES_HELPER") == "consumer" {
+		os.Exit(helperConsumer())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helperConsumer is one consumer process: it handles the scenario's topic
+// and appends every handler call, as a JSON line, to LANES_CALLS_FILE
+// before returning, so a SIGKILL loses nothing that was reported done.
+func helperConsumer() int {
+	f, err := os.OpenFile(os.Getenv("LANES_CALLS_FILE"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer f.Close()
+	l := &fileLedger{f: f}
+	member := os.Getenv("LANES_MEMBER")
+	cfg := consumer.Config{
+		Brokers: strings.Split(os.Getenv("LANES_CHILD_BROKERS"), ","), Group: os.Getenv("LANES_GROUP"),
+		Topics: []string{os.Getenv("LANES_TOPIC")}, DeadLetterTopic: os.Getenv("LANES_DLQ"),
+		CommitInterval: 100 * time.Millisecond,
+		Retry:          consumer.RetryPolicy{InitialInterval: 2 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxAttempts: 40},
+		// A killed member is noticed after the session timeout.
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)},
+	}
+	c, err := consumer.New(cfg, handler(member, l.ledger(), faults{transient: 0.05, work: 10 * time.Millisecond}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := c.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// fileLedger writes the calls a Ledger receives to a file, one line per
+// call, synchronously: a call is on disk before its handler returns, so a
+// record lanes considers done is never missing from the file.
+type fileLedger struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (fl *fileLedger) ledger() *Ledger {
+	return &Ledger{sent: map[string]sentMsg{}, dlq: map[string]string{}, sink: func(c Call) {
+		b, _ := json.Marshal(c)
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		_, _ = fl.f.Write(append(b, '\n'))
+	}}
+}
+
+// Scenario 3, crash: consumers run as child processes and are killed with
+// SIGKILL at random points, then restarted, several times; nothing is lost
+// and no session runs out of order.
+func TestCrashScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash scenario: skipped with -short")
+	}
+	c := newCluster(t)
+	topic, dlq := c.topics(t, 6)
+	l := NewLedger()
+	sessions := sessionNames(60)
+	const per = 300
+	start := time.Now()
+	c.produce(t, topic, sessions, per, l)
+	dir := t.TempDir()
+	n := 0
+	spawn := func() *exec.Cmd {
+		n++
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "LANES_HELPER=consumer", "LANES_MEMBER="+fmt.Sprintf("p%d", n),
+			"LANES_CALLS_FILE="+filepath.Join(dir, fmt.Sprintf("calls-%d.jsonl", n)),
+			"LANES_CHILD_BROKERS="+strings.Join(c.brokers, ","), "LANES_GROUP=crash",
+			"LANES_TOPIC="+topic, "LANES_DLQ="+dlq)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	procs := []*exec.Cmd{spawn(), spawn()}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	kills := 0
+	for kills < 4 && loadCalls(t, dir, l) < len(sessions)*per {
+		// A random point in the run: between 0.3 and 1.5 s apart.
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		k := rng.IntN(len(procs))
+		_ = procs[k].Process.Kill() // SIGKILL: no drain, no commit, no leave
+		_ = procs[k].Wait()
+		kills++
+		procs[k] = spawn()
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for loadCalls(t, dir, l) < len(sessions)*per {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %d of %d finished", l.Finished(), len(sessions)*per)
+		}
+		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
+	}
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(); err != nil {
+			t.Errorf("child exit: %v", err)
+		}
+	}
+	loadCalls(t, dir, l)
+	c.readDLQ(t, dlq, l)
+	r := l.Report()
+	t.Logf("%d SIGKILLs, %d consumer processes", kills, n)
+	assertClean(t, c, r, time.Since(start), true)
+}
+
+// loadCalls replaces l's calls with those in dir's files and returns the
+// number of finished messages.
+func loadCalls(t *testing.T, dir string, l *Ledger) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
+	var calls []Call
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var c Call
+			if json.Unmarshal(sc.Bytes(), &c) == nil { // a torn last line of a killed process is skipped
+				calls = append(calls, c)
+			}
+		}
+		f.Close()
+	}
+	l.mu.Lock()
+	l.calls = calls
+	l.mu.Unlock()
+	return l.Finished()
+}

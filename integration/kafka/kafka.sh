@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# kafka.sh — a single-node Apache Kafka (KRaft, broker + controller) on
+# 127.0.0.1 for lanes' real-broker tests. Needs Java 17+ and Maven.
+#
+#   kafka.sh start     fetch the jars (once), format storage, start, wait until it answers
+#   kafka.sh stop      stop it and delete its data
+#   kafka.sh restart   stop and start again, keeping its data (broker-restart tests)
+#   kafka.sh status    say whether it runs
+#   kafka.sh env       print LANES_BROKERS=... and LANES_KAFKA_CLASSPATH=...
+#   kafka.sh logs      print the broker log
+#
+# Settings (environment): LANES_KAFKA_PORT (39092), LANES_KAFKA_CACHE (jar
+# cache, default ~/.cache/lanes), LANES_KAFKA_STATE (data, logs, pid; default
+# $TMPDIR/lanes-kafka-$PORT), LANES_KAFKA_READY_TIMEOUT (seconds, 120).
+set -euo pipefail
+
+KAFKA_VERSION=4.3.1
+HERE=$(cd "$(dirname "$0")" && pwd)
+PORT=${LANES_KAFKA_PORT:-39092}
+CTRL_PORT=$((PORT + 1))
+CACHE=${LANES_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lanes}/kafka-$KAFKA_VERSION
+STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT}
+CONF=$STATE/server.properties
+LOG=$STATE/kafka.log
+PIDFILE=$STATE/kafka.pid
+READY_TIMEOUT=${LANES_KAFKA_READY_TIMEOUT:-120}
+
+say() { echo "kafka.sh: $*" >&2; }
+
+fetch() {
+	[ -f "$CACHE/.complete" ] && return
+	command -v mvn >/dev/null || { say "Maven (mvn) is required to fetch Apache Kafka $KAFKA_VERSION"; exit 1; }
+	say "fetching Apache Kafka $KAFKA_VERSION from Maven Central into $CACHE"
+	mkdir -p "$CACHE"
+	mvn -q -B -f "$HERE/pom.xml" dependency:copy-dependencies \
+		-Dkafka.version="$KAFKA_VERSION" -DincludeScope=runtime -DoutputDirectory="$CACHE"
+	touch "$CACHE/.complete"
+}
+
+kjava() {
+	command -v java >/dev/null || { say "Java 17+ is required"; exit 1; }
+	java -Xms256m -Xmx512m -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+		-Dslf4j.internal.verbosity=WARN -cp "$CACHE/*" "$@"
+}
+
+running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+configure() {
+	mkdir -p "$STATE/data"
+	cat >"$CONF" <<PROPS
+process.roles=broker,controller
+node.id=1
+listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CTRL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:$CTRL_PORT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$STATE/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.flush.interval.messages=9223372036854775807
+PROPS
+	if [ ! -f "$STATE/data/meta.properties" ]; then
+		local id
+		id=$(kjava kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
+		kjava kafka.tools.StorageTool format -c "$CONF" -t "$id" --standalone >"$STATE/format.log" 2>&1 ||
+			{ cat "$STATE/format.log" >&2; say "formatting storage failed"; exit 1; }
+	fi
+}
+
+# wait_ready asks the broker itself (a franz-go ping that creates and
+# deletes a topic) until it answers, for at most READY_TIMEOUT seconds.
+wait_ready() {
+	local pid=$1
+	if ! (cd "$HERE/.." && go run ./cmd/brokerready -brokers "127.0.0.1:$PORT" -timeout "${READY_TIMEOUT}s" -pid "$pid"); then
+		say "broker did not become ready; its log:"
+		tail -n 80 "$LOG" >&2 || true
+		return 1
+	fi
+}
+
+start() {
+	if running; then
+		say "already running (pid $(cat "$PIDFILE")) on 127.0.0.1:$PORT"
+		return
+	fi
+	fetch
+	configure
+	say "starting Apache Kafka $KAFKA_VERSION on 127.0.0.1:$PORT (log: $LOG)"
+	nohup java -Xms256m -Xmx512m -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+		-cp "$CACHE/*" kafka.Kafka "$CONF" >>"$LOG" 2>&1 &
+	echo $! >"$PIDFILE"
+	if ! wait_ready "$(cat "$PIDFILE")"; then
+		stop
+		exit 1
+	fi
+	say "ready"
+}
+
+# stop sends SIGTERM (a controlled shutdown), waits up to 60s, then SIGKILL.
+stop() {
+	local keep=${1:-}
+	if running; then
+		local pid i
+		pid=$(cat "$PIDFILE")
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 300); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			say "broker did not stop in 60s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$PIDFILE"
+	if [ "$keep" != keep ]; then
+		rm -rf "$STATE"
+	fi
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+restart) stop keep && start ;;
+status) if running; then echo "running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"; else echo "stopped"; exit 1; fi ;;
+env) echo "LANES_BROKERS='127.0.0.1:$PORT'"; echo "LANES_KAFKA_CLASSPATH='$CACHE/*'" ;;
+logs) cat "$LOG" ;;
+fetch) fetch ;;
+*) echo "usage: $0 start|stop|restart|status|env|logs|fetch" >&2; exit 2 ;;
+esac

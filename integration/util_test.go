@@ -1,0 +1,17 @@
+package integration
+
+import (
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func header(r *kgo.Record, k string) string {
+	v, _ := eventid.Header(r, k)
+	return v
+}
+
+func countCalls(l *Ledger) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.calls)
+}
