@@ -19,7 +19,7 @@ func TestLedgerCatches(t *testing.T) {
 	}
 	l.Sent("b", 0, "b0")
 	l.Handled(call("x", "a", 0, 0, 10, true))
-	l.Handled(call("x", "a", 1, 5, 20, true))  // starts before seq 0 finished: violation
+	l.Handled(call("x", "a", 1, 5, 20, true))   // starts before seq 0 finished: violation
 	l.Handled(call("x", "a", 2, 20, 30, false)) // transient
 	l.Handled(call("x", "a", 2, 31, 40, true))
 	l.Handled(call("x", "a", 1, 41, 42, true)) // regression and duplicate
