@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Benchmarks run end to end on the embedded broker: 1,000 sessions over 12
@@ -60,6 +62,18 @@ func nextGroup() string { return fmt.Sprintf("bench-%d", benchGroupID.Add(1)) }
 
 // consumeLanes runs a lanes consumer until every record was handled once.
 func consumeLanes(b *testing.B, addrs []string, topic string, work time.Duration) time.Duration {
+	return consumeLanesWith(b, addrs, topic, work, nil)
+}
+
+// consumeLanesTraced is consumeLanes with an OpenTelemetry SDK tracer
+// provider that samples and records every span (exporting nowhere).
+func consumeLanesTraced(b *testing.B, addrs []string, topic string, work time.Duration) time.Duration {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	return consumeLanesWith(b, addrs, topic, work, tp)
+}
+
+func consumeLanesWith(b *testing.B, addrs []string, topic string, work time.Duration, tp trace.TracerProvider) time.Duration {
 	total := int64(benchSessions * benchTopics[topic])
 	var n atomic.Int64
 	done := make(chan struct{})
@@ -72,7 +86,8 @@ func consumeLanes(b *testing.B, addrs []string, topic string, work time.Duration
 		}
 		return nil
 	})
-	c, err := New(Config{Brokers: addrs, Group: nextGroup(), Topics: []string{topic}, DeadLetterTopic: "bench-dlq"}, h)
+	c, err := New(Config{Brokers: addrs, Group: nextGroup(), Topics: []string{topic}, DeadLetterTopic: "bench-dlq",
+		TracerProvider: tp}, h)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,13 +178,14 @@ func report(b *testing.B, topic string, total time.Duration) {
 }
 
 // BenchmarkEndToEnd/lanes and /raw-poll: zero-work handler. Target:
-// lanes ≥ 0.5 × raw franz-go polling.
+// lanes ≥ 0.5 × raw franz-go polling. /lanes-traced adds a recording
+// OpenTelemetry SDK tracer: the cost of tracing every attempt.
 func BenchmarkEndToEnd(b *testing.B) {
 	addrs := benchEnv(b)
 	for _, bc := range []struct {
 		name string
 		run  func(*testing.B, []string, string, time.Duration) time.Duration
-	}{{"raw-poll", consumeRaw}, {"lanes", consumeLanes}} {
+	}{{"raw-poll", consumeRaw}, {"lanes", consumeLanes}, {"lanes-traced", consumeLanesTraced}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var total time.Duration
 			for i := 0; i < b.N; i++ {

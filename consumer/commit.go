@@ -81,6 +81,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		err = commitErr(resp, reqErr)
 	})
 	c.stats.commitNanos.Add(time.Since(start).Nanoseconds())
+	c.metrics.commitDone(time.Since(start))
 	if err != nil {
 		c.stats.commitFailures.Add(1)
 		return err

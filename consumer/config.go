@@ -8,6 +8,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrConfig is wrapped by every error [New] returns for a bad Config; the
@@ -122,6 +125,22 @@ type Config struct {
 	// budget spent, per recovered panic, per slow handler; never one per
 	// successful message. Default: disabled.
 	Logger *zerolog.Logger
+
+	// TracerProvider creates the process spans (one per handler attempt).
+	// Default: otel.GetTracerProvider(), a no-op until the application
+	// sets a global provider.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the producer's trace context from record headers.
+	// Default: W3C trace context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
+	// TraceAsChild makes each process span a child of the producer's span
+	// as well as linking to it. Default: false (link only: each consumer
+	// trace has its own root, as the messaging conventions recommend).
+	TraceAsChild bool
+	// MeterProvider receives lanes' metrics (see docs/observability.md).
+	// Default: otel.GetMeterProvider(), a no-op until the application sets
+	// a global provider.
+	MeterProvider metric.MeterProvider
 
 	// ClientOptions are passed to franz-go after lanes' own options, for
 	// TLS, SASL, timeouts and anything else franz-go offers. Options that

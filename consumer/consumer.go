@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -36,6 +37,8 @@ type Consumer struct {
 	client   *kgo.Client
 	commitMu sync.Mutex // serialises commits
 	stats    counters
+	tracer   *tracing.Tracer
+	metrics  *metrics
 
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
@@ -57,6 +60,10 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{cfg: cfg, h: h, parts: map[partKey]*partition{}, flow: newFlow(), stop: make(chan struct{})}
+	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
+	if c.metrics, err = newMetrics(c, cfg.MeterProvider); err != nil {
+		return nil, fmt.Errorf("consumer: metrics: %w", err)
+	}
 	c.shards = make([]*shard, cfg.Shards)
 	for i := range c.shards {
 		c.shards[i] = &shard{c: c, lanes: map[string]*lane{}}
@@ -117,6 +124,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	c.poll(ctx)
 	err = c.shutdown(bgStop, &bg)
+	c.metrics.close()
 	return err
 }
 

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/lanesdev/lanes/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrHandlerPanic is wrapped by the error a recovered handler panic becomes.
@@ -24,8 +27,9 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	for attempt := 1; ; attempt++ {
 		m.Attempt = attempt
-		err := c.call(l, w, m)
+		err, span := c.call(l, w, m)
 		if err == nil {
+			tracing.EndProcess(span, nil)
 			c.stats.processed.Add(1)
 			return true
 		}
@@ -38,13 +42,23 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			reason = exhaustedReason(err)
 		}
 		if reason != "" {
-			return c.deadLetter(w, m, err, reason)
+			done := c.deadLetter(w, m, err, reason)
+			if done && span.IsRecording() {
+				span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
+					attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+			}
+			tracing.EndProcess(span, err)
+			return done
 		}
 		if IsPermanent(err) {
 			c.log().Error().Err(err).Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
 				Int64("offset", w.rec.Offset).Msg("permanent error with no dead-letter topic: retrying")
 		}
 		c.stats.retries.Add(1)
+		if span.IsRecording() {
+			span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
+		}
+		tracing.EndProcess(span, err)
 		if !sleep(w.p, wait) {
 			return false
 		}
@@ -83,21 +97,29 @@ func sleep(p *partition, d time.Duration) bool {
 	}
 }
 
-// call runs one handler attempt under HandlerTimeout, turning a panic into
-// an error. The watchdog reports an attempt that outlives its timeout.
-func (c *Consumer) call(l *lane, w *work, m *Message) (err error) {
+// call runs one handler attempt under HandlerTimeout, inside its process
+// span, turning a panic into an error. The watchdog reports an attempt that
+// outlives its timeout. The caller ends the returned span.
+func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Span) {
 	now := time.Now()
-	var ctx *attemptCtx
+	var actx *attemptCtx
 	if m.Attempt == 1 {
-		ctx = &w.first
-		ctx.init(c.workCtx, now, c.cfg.HandlerTimeout)
+		actx = &w.first
+		actx.init(c.workCtx, now, c.cfg.HandlerTimeout)
 	} else {
-		ctx = newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
+		actx = newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
 	}
-	l.begin(w, m.Attempt, now)
+	var ctx context.Context = actx
+	span = noSpan
+	if c.tracer.Enabled() {
+		ctx, span = c.tracer.StartProcess(actx, w.rec, tracing.Process{Group: c.cfg.Group, SessionID: w.session,
+			EventID: m.EventID, Attempt: m.Attempt, AsChild: c.cfg.TraceAsChild})
+	}
+	l.begin(w, m.Attempt, now, span)
 	defer func() {
 		l.end()
-		ctx.release()
+		actx.release()
+		c.metrics.handlerDone(ctx, time.Since(now), w.rec.Topic)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			c.log().Error().Str("topic", m.Record.Topic).Int32("partition", m.Record.Partition).
@@ -106,5 +128,8 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (err error) {
 			err = fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
-	return c.h.Handle(ctx, m)
+	return c.h.Handle(ctx, m), span
 }
+
+// noSpan is the non-recording span used when tracing is disabled.
+var noSpan = trace.SpanFromContext(context.Background())

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // shard is one stripe of the session → lane map. A record's shard is
@@ -28,9 +30,18 @@ type lane struct {
 	cur      atomic.Pointer[work]
 	attempt  atomic.Int32
 	reported atomic.Bool
+	span     atomic.Pointer[spanRef] // the attempt's span, when recording
 }
 
-func (l *lane) begin(w *work, attempt int, now time.Time) {
+// spanRef boxes a span for an atomic pointer.
+type spanRef struct{ trace.Span }
+
+func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
+	if span.IsRecording() {
+		l.span.Store(&spanRef{span})
+	} else if l.span.Load() != nil {
+		l.span.Store(nil)
+	}
 	l.cur.Store(w)
 	l.attempt.Store(int32(attempt))
 	l.reported.Store(false)

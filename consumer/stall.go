@@ -3,6 +3,10 @@ package consumer
 import (
 	"context"
 	"time"
+
+	"github.com/lanesdev/lanes/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // checkStalls reports partitions whose watermark has not moved for
@@ -28,7 +32,7 @@ func (c *Consumer) checkStalls(now time.Time) {
 		if !stalled {
 			continue
 		}
-		w, attempt := c.holder(p, held)
+		w, l, attempt := c.holder(p, held)
 		if fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
@@ -39,37 +43,37 @@ func (c *Consumer) checkStalls(now time.Time) {
 			ev.Msg("partition stalled: its watermark has not moved for StallTimeout")
 		}
 		if c.cfg.SkipStalled && w != nil && c.cfg.DeadLetterTopic != "" {
-			c.skipStalled(p, w, attempt)
+			c.skipStalled(p, w, l, attempt)
 		}
 	}
 }
 
 // holder finds the work holding p at offset held: running or retrying in a
 // lane, or queued in one. attempt is 0 when it has not started.
-func (c *Consumer) holder(p *partition, held int64) (*work, int) {
+func (c *Consumer) holder(p *partition, held int64) (*work, *lane, int) {
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
 			if w := l.cur.Load(); w != nil && w.p == p && w.rec.Offset == held {
 				s.mu.Unlock()
-				return w, int(l.attempt.Load())
+				return w, l, int(l.attempt.Load())
 			}
 			for _, w := range l.queue {
 				if w.p == p && w.rec.Offset == held {
 					s.mu.Unlock()
-					return w, 0
+					return w, nil, 0
 				}
 			}
 		}
 		s.mu.Unlock()
 	}
-	return nil, 0
+	return nil, nil, 0
 }
 
 // skipStalled writes the stalled record to the DLQ with reason "stalled"
 // and, once acknowledged, counts its offset done. A failed write is tried
 // again at the next check. The lane keeps waiting for a running handler.
-func (c *Consumer) skipStalled(p *partition, w *work, attempt int) {
+func (c *Consumer) skipStalled(p *partition, w *work, l *lane, attempt int) {
 	rec := dlqRecord(c.cfg.DeadLetterTopic, w.rec, "stalled: watermark held past StallTimeout", ReasonStalled, attempt)
 	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
 	defer cancel()
@@ -84,6 +88,11 @@ func (c *Consumer) skipStalled(p *partition, w *work, attempt int) {
 	}
 	p.mu.Unlock()
 	c.stats.deadLettered(ReasonStalled)
+	if l != nil {
+		if ref := l.span.Load(); ref != nil && l.cur.Load() == w {
+			ref.AddEvent(tracing.EventStallSkip, trace.WithAttributes(attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+		}
+	}
 	c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).Int64("offset", w.rec.Offset).
 		Str("session", w.session).Msg("stalled record dead-lettered (SkipStalled); partition moves on")
 }

@@ -72,6 +72,10 @@ type PartitionStats struct {
 	// Stalled reports whether the watermark has been held by one record
 	// for StallTimeout or longer.
 	Stalled bool
+	// WatermarkAge is how long the watermark has not moved while records
+	// are pending (0 when nothing is pending). Sampled by the watchdog, so
+	// accurate to its interval (at most a second).
+	WatermarkAge time.Duration
 }
 
 type counters struct {
@@ -152,6 +156,9 @@ func (p *partition) stats() PartitionStats {
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
+	}
+	if ps.Pending > 0 && p.lastWM == ps.Watermark {
+		ps.WatermarkAge = time.Since(p.movedAt)
 	}
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)

@@ -7,6 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrConfig is wrapped by every error New returns for a bad Config; the
@@ -57,6 +60,16 @@ type Config struct {
 	// Logger receives the producer's own log lines (failed deliveries).
 	// Default: disabled.
 	Logger *zerolog.Logger
+	// TracerProvider creates a "send" span (PRODUCER) per message and its
+	// context is written into the record's headers. Default:
+	// otel.GetTracerProvider(), a no-op until the application sets one.
+	TracerProvider trace.TracerProvider
+	// Propagator writes trace context into headers. Default: W3C trace
+	// context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
+	// MeterProvider receives the producer's metrics: send latency, sent and
+	// failed messages. Default: otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
 	// ClientOptions are passed to franz-go after lanes' own options: TLS,
 	// SASL, linger, compression. Options that change the partitioner or
 	// turn off idempotence would break per-session order.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,6 +38,8 @@ type Producer struct {
 	inflight sync.WaitGroup // accepted sends whose callback has not run
 
 	sent, failed atomic.Int64
+	tracer       *tracing.Tracer
+	metrics      *metrics
 }
 
 // New validates cfg and connects lazily (the first send dials the brokers).
@@ -57,7 +61,12 @@ func New(cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("producer: start client: %w", err)
 	}
-	return &Producer{cfg: cfg, cl: cl}, nil
+	m, err := newMetrics(cfg)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("producer: metrics: %w", err)
+	}
+	return &Producer{cfg: cfg, cl: cl, tracer: tracing.New(cfg.TracerProvider, cfg.Propagator), metrics: m}, nil
 }
 
 // batchOverhead is room for the record batch framing and lanes' headers
@@ -117,8 +126,13 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 		return
 	}
 	p.inflight.Add(1)
+	start := time.Now()
+	rec.Topic = p.cfg.Topic
+	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
 	p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
+		tracing.EndSend(span, r, err)
+		p.metrics.sendDone(time.Since(start), err)
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
 		if err != nil {
 			p.failed.Add(1)

@@ -1,0 +1,134 @@
+package consumer
+
+import (
+	"context"
+	"time"
+
+	"github.com/lanesdev/lanes/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// metrics exports the consumer's numbers through the OpenTelemetry metric
+// API. Gauges and counters are observed from Stats() at collection time, so
+// Stats and the metrics are one source; only the two latency histograms are
+// recorded as events happen. See docs/observability.md for the list.
+type metrics struct {
+	handlerDur metric.Float64Histogram
+	commitDur  metric.Float64Histogram
+	group      metric.MeasurementOption
+	record     []metric.RecordOption // {group}, prebuilt: a variadic literal would allocate per call
+	reg        metric.Registration
+}
+
+func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(tracing.ScopeName)
+	out := &metrics{group: metric.WithAttributeSet(attribute.NewSet(attribute.String("messaging.consumer.group.name", c.cfg.Group)))}
+	out.record = []metric.RecordOption{out.group}
+	var err error
+	if out.handlerDur, err = m.Float64Histogram("lanes.consumer.handler.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of one handler attempt.")); err != nil {
+		return nil, err
+	}
+	if out.commitDur, err = m.Float64Histogram("lanes.consumer.commit.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of one offset commit request.")); err != nil {
+		return nil, err
+	}
+	g := func(name, unit, desc string) metric.Int64ObservableGauge {
+		i, e := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errorsJoin(err, e)
+		return i
+	}
+	ctr := func(name, desc string) metric.Int64ObservableCounter {
+		i, e := m.Int64ObservableCounter(name, metric.WithDescription(desc))
+		err = errorsJoin(err, e)
+		return i
+	}
+	lag := g("lanes.consumer.lag", "{record}", "High watermark minus the committed-to-be watermark, per partition; current while paused.")
+	committed := g("lanes.consumer.committed_offset", "{offset}", "Last offset committed, per partition.")
+	buffered := g("lanes.consumer.buffered", "{record}", "Records queued in lanes, not started, per partition.")
+	inflight := g("lanes.consumer.in_flight", "{record}", "Records whose handler is running, per partition.")
+	paused := g("lanes.consumer.paused", "1", "1 while the partition's fetch is paused by backpressure.")
+	stalled := g("lanes.consumer.stalled", "1", "1 while the partition is stalled (StallTimeout).")
+	sessions := g("lanes.consumer.sessions.active", "{session}", "Lanes (session goroutines) alive.")
+	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
+	err = errorsJoin(err, e)
+	processed := ctr("lanes.consumer.processed", "Records handled successfully.")
+	retries := ctr("lanes.consumer.retries", "Handler attempts that failed and were retried.")
+	dlq := ctr("lanes.consumer.dead_letters", "Records written to the dead-letter topic, by lanes.dlq.reason.")
+	dlqFail := ctr("lanes.consumer.dead_letter.failures", "Failed dead-letter writes (each retried).")
+	stalls := ctr("lanes.consumer.stalls", "Partitions reported stalled.")
+	rebalances := ctr("lanes.consumer.rebalances", "Partition assignments received.")
+	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
+	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
+	if err != nil {
+		return nil, err
+	}
+	out.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := c.Stats()
+		for _, p := range st.Partitions {
+			at := metric.WithAttributes(attribute.String("messaging.destination.name", p.Topic),
+				attribute.Int("messaging.destination.partition.id", int(p.Partition)),
+				attribute.String("messaging.consumer.group.name", c.cfg.Group))
+			if p.Lag >= 0 {
+				o.ObserveInt64(lag, p.Lag, at)
+			}
+			if p.Committed >= 0 {
+				o.ObserveInt64(committed, p.Committed, at)
+			}
+			o.ObserveInt64(buffered, int64(p.Buffered), at)
+			o.ObserveInt64(inflight, int64(p.InFlight), at)
+			o.ObserveInt64(paused, boolInt(p.Paused), at)
+			o.ObserveInt64(stalled, boolInt(p.Stalled), at)
+			o.ObserveFloat64(wmAge, p.WatermarkAge.Seconds(), at)
+		}
+		o.ObserveInt64(sessions, int64(st.ActiveSessions), out.group)
+		o.ObserveInt64(processed, st.Processed, out.group)
+		o.ObserveInt64(retries, st.Retries, out.group)
+		o.ObserveInt64(dlqFail, st.DeadLetterFailures, out.group)
+		o.ObserveInt64(stalls, st.Stalls, out.group)
+		o.ObserveInt64(rebalances, st.Rebalances, out.group)
+		o.ObserveInt64(commitFail, st.CommitFailures, out.group)
+		o.ObserveInt64(panics, st.Panics, out.group)
+		for reason, n := range st.DeadLetteredByReason {
+			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
+				attribute.String("messaging.consumer.group.name", c.cfg.Group)))
+		}
+		return nil
+	}, lag, committed, buffered, inflight, paused, stalled, sessions, wmAge,
+		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics)
+	return out, err
+}
+
+func (m *metrics) handlerDone(ctx context.Context, d time.Duration, _ string) {
+	m.handlerDur.Record(ctx, d.Seconds(), m.record...)
+}
+
+func (m *metrics) commitDone(d time.Duration) {
+	m.commitDur.Record(context.Background(), d.Seconds(), m.record...)
+}
+
+func (m *metrics) close() {
+	if m.reg != nil {
+		_ = m.reg.Unregister()
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
