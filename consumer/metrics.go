@@ -52,8 +52,8 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	committed := g("lanes.consumer.committed_offset", "{offset}", "Last offset committed, per partition.")
 	buffered := g("lanes.consumer.buffered", "{record}", "Records queued in lanes, not started, per partition.")
 	inflight := g("lanes.consumer.in_flight", "{record}", "Records whose handler is running, per partition.")
-	paused := g("lanes.consumer.paused", "1", "1 while the partition's fetch is paused by backpressure.")
-	stalled := g("lanes.consumer.stalled", "1", "1 while the partition is stalled (StallTimeout).")
+	paused := g("lanes.consumer.paused", "", "1 while the partition's fetch is paused by backpressure.")
+	stalled := g("lanes.consumer.stalled", "", "1 while the partition is stalled (StallTimeout).")
 	sessions := g("lanes.consumer.sessions.active", "{session}", "Lanes (session goroutines) alive.")
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))

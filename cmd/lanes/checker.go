@@ -17,9 +17,11 @@ import (
 // checker is the demo's handler and its referee: it injects faults, and it
 // checks every message of every session against what was sent.
 type checker struct {
-	cfg  demoConfig
-	per  []int // messages per session
-	full chan struct{}
+	cfg demoConfig
+	per []int // messages per session
+	// forcePoison lists "session|seq" that always fail permanently.
+	forcePoison map[string]bool
+	full        chan struct{}
 
 	sent, sendErrs, retries atomic.Int64
 
@@ -91,7 +93,7 @@ func (c *checker) handle(ctx context.Context, m *consumer.Message) error {
 			return ctx.Err()
 		}
 	}
-	if c.poisoned(m.EventID) {
+	if c.poisoned(m.EventID) || c.forcePoison[m.SessionID+"|"+seqText] {
 		c.finish(m, seq, text, true)
 		return consumer.Permanent(errors.New("injected: cannot parse request"))
 	}

@@ -15,17 +15,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type demoConfig struct {
-	brokers    string
-	sessions   int
-	messages   int
-	partitions int
-	transient  float64
-	permanent  float64
-	work       time.Duration
-	timeout    time.Duration
+	brokers     string
+	sessions    int
+	messages    int
+	partitions  int
+	transient   float64
+	permanent   float64
+	work        time.Duration
+	timeout     time.Duration
+	trace       bool
+	metricsAddr string
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -40,6 +44,8 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.Float64Var(&c.permanent, "permanent", 0.001, "probability that a message fails permanently (dead-lettered)")
 	fs.DurationVar(&c.work, "work", time.Millisecond, "simulated handler work per message")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
+	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -79,9 +85,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "faults: %.1f%% transient per attempt, %.2f%% permanent per message; handler work %v\n\n",
 		cfg.transient*100, cfg.permanent*100, cfg.work)
 
+	obs, err := setupObserve(cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
 	chk := newChecker(cfg)
+	if cfg.trace {
+		chk.forcePoison = map[string]bool{sessionName(1) + "|2": true} // so a printed trace shows a DLQ write
+	}
 	c, err := consumer.New(consumer.Config{
 		Brokers: brokers, Group: topic + "-group", Topics: []string{topic}, DeadLetterTopic: dlq,
+		TracerProvider: tracerProvider(obs), TraceAsChild: cfg.trace, MeterProvider: meterProvider(obs),
 		// Quick retries so a run takes seconds; the budget is large enough
 		// that transient faults never exhaust it.
 		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
@@ -89,7 +104,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	p, err := producer.New(producer.Config{Brokers: brokers, Topic: topic})
+	p, err := producer.New(producer.Config{Brokers: brokers, Topic: topic,
+		TracerProvider: tracerProvider(obs), MeterProvider: meterProvider(obs)})
 	if err != nil {
 		return err
 	}
@@ -117,6 +133,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	r := chk.report(elapsed, inDLQ, finished)
 	r.print(stdout)
+	if err := obs.printTraces(stdout, 3); err != nil {
+		fmt.Fprintln(stderr, "printing traces:", err)
+	}
 	return r.verdict()
 }
 
@@ -219,4 +238,20 @@ func countTopic(ctx context.Context, brokers []string, topic string) (int, error
 		}
 	})
 	return int(n), nil
+}
+
+// tracerProvider and meterProvider return nil (lanes' default: the global
+// providers, no-ops here) unless the demo set its own up.
+func tracerProvider(o *observe) trace.TracerProvider {
+	if o.tp == nil {
+		return nil
+	}
+	return o.tp
+}
+
+func meterProvider(o *observe) metric.MeterProvider {
+	if o.mp == nil {
+		return nil
+	}
+	return o.mp
 }
