@@ -6,6 +6,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Headers lanes adds to a dead-lettered record, next to the original ones.
@@ -56,7 +57,7 @@ func dlqRecord(topic string, r *kgo.Record, errText, reason string, attempts int
 // deadLetter writes w's record to the DLQ and reports whether the broker
 // acknowledged it. A failed write is retried with backoff for as long as
 // the partition is ours: progress is never bought with data.
-func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string) bool {
+func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, span trace.Span) bool {
 	rec := dlqRecord(c.cfg.DeadLetterTopic, w.rec, cause.Error(), reason, m.Attempt)
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
@@ -68,14 +69,13 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string) b
 		cancel()
 		if err == nil {
 			c.stats.deadLettered(reason)
-			c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
-				Int64("offset", w.rec.Offset).Str("session", w.session).Int("attempts", m.Attempt).
-				Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
+			l := c.recordLog(span, w)
+			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
 			return true
 		}
 		c.stats.dlqFailures.Add(1)
-		c.log().Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Int64("offset", w.rec.Offset).
-			Msg("dead-letter write failed; retrying, partition held")
+		l := c.recordLog(span, w)
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("dead-letter write failed; retrying, partition held")
 		if !sleep(w.p, bo.NextBackOff()) {
 			return false
 		}

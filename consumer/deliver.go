@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/lanesdev/lanes/tracing"
+	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -42,7 +43,7 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			reason = exhaustedReason(err)
 		}
 		if reason != "" {
-			done := c.deadLetter(w, m, err, reason)
+			done := c.deadLetter(w, m, err, reason, span)
 			if done && span.IsRecording() {
 				span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
 					attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
@@ -51,8 +52,8 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			return done
 		}
 		if IsPermanent(err) {
-			c.log().Error().Err(err).Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
-				Int64("offset", w.rec.Offset).Msg("permanent error with no dead-letter topic: retrying")
+			l := c.recordLog(span, w)
+			l.Error().Err(err).Msg("permanent error with no dead-letter topic: retrying")
 		}
 		c.stats.retries.Add(1)
 		if span.IsRecording() {
@@ -122,9 +123,9 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Spa
 		c.metrics.handlerDone(ctx, time.Since(now), w.rec.Topic)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
-			c.log().Error().Str("topic", m.Record.Topic).Int32("partition", m.Record.Partition).
-				Int64("offset", m.Record.Offset).Str("session", m.SessionID).
-				Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("handler panicked; treated as an error")
+			l := c.recordLog(span, w)
+			l.Error().Int("attempt", m.Attempt).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
+				Msg("handler panicked; treated as an error")
 			err = fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
@@ -133,3 +134,10 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Spa
 
 // noSpan is the non-recording span used when tracing is disabled.
 var noSpan = trace.SpanFromContext(context.Background())
+
+// recordLog is the logger for lines about one record: topic, partition,
+// offset, and (tracing.Logger) session_id, event_id, trace_id and span_id.
+func (c *Consumer) recordLog(span trace.Span, w *work) zerolog.Logger {
+	l := c.log().With().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).Int64("offset", w.rec.Offset).Logger()
+	return tracing.Logger(trace.ContextWithSpan(context.Background(), span), l, w.session, w.msg.EventID)
+}

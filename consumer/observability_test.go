@@ -1,11 +1,15 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/lanesdev/lanes/tracing"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -28,7 +32,8 @@ func TestProcessSpans(t *testing.T) {
 	defer cl.Close()
 	var sendSpans []string
 	for _, v := range []string{"a|0", "a|1"} {
-		r := &kgo.Record{Topic: "chats", Key: []byte("a"), Value: []byte(v)}
+		r := &kgo.Record{Topic: "chats", Key: []byte("a"), Value: []byte(v),
+			Headers: []kgo.RecordHeader{{Key: "lanes-event-id", Value: []byte(v)}}}
 		_, span := tr.StartSend(context.Background(), r, "a", v)
 		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -50,6 +55,9 @@ func TestProcessSpans(t *testing.T) {
 	})
 	cfg := e.config("g-trace", "chats")
 	cfg.TracerProvider = tp
+	var logBuf syncBuffer
+	logger := zerolog.New(&logBuf)
+	cfg.Logger = &logger
 	c, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +81,16 @@ func TestProcessSpans(t *testing.T) {
 	}
 	if len(process) != 3 {
 		t.Fatalf("%d process spans, want 3 (a|0 twice, a|1 once)", len(process))
+	}
+	// lanes' own log line for the DLQ write carries the trace and record IDs.
+	var line map[string]any
+	for _, l := range bytes.Split(logBuf.Bytes(), []byte("\n")) {
+		if bytes.Contains(l, []byte("record dead-lettered")) {
+			_ = json.Unmarshal(l, &line)
+		}
+	}
+	if line["trace_id"] != process[2].SpanContext().TraceID().String() || line["session_id"] != "a" || line["event_id"] != "a|1" {
+		t.Errorf("DLQ log line lacks trace/session/event fields: %v", line)
 	}
 	wantLink := []string{sendSpans[0], sendSpans[0], sendSpans[1]}
 	wantEvent := []string{tracing.EventRetry, "", tracing.EventDeadLetter}
@@ -178,6 +196,24 @@ func TestMetricsReflectRun(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.b.Bytes()...)
 }
 
 func reasonOf(s attribute.Set) string {
