@@ -16,6 +16,7 @@ const usage = `lanes: per-session ordered Kafka pipelines
 Usage:
   lanes demo   [flags]   run the chat demo (embedded broker unless --brokers)
   lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
+  lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
 
 Run "lanes <command> -h" for a command's flags.
 `
@@ -42,6 +43,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(ctx, args[1:], stdout, stderr)
+	case "dlq":
+		return runDLQ(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
