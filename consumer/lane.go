@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,9 @@ func (s *shard) enqueue(w *work) {
 	s.mu.Lock()
 	l := s.lanes[w.lane]
 	if l == nil {
-		l = &lane{key: w.lane, wake: make(chan struct{}, 1)}
-		s.lanes[w.lane] = l
+		key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
+		l = &lane{key: key, wake: make(chan struct{}, 1)}
+		s.lanes[key] = l
 		s.c.stats.lanes.Add(1)
 		s.c.lanesWG.Add(1)
 		go s.run(l)

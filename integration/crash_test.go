@@ -48,8 +48,10 @@ func helperConsumer() int {
 		Topics: []string{os.Getenv("LANES_TOPIC")}, DeadLetterTopic: os.Getenv("LANES_DLQ"),
 		CommitInterval: 100 * time.Millisecond,
 		Retry:          consumer.RetryPolicy{InitialInterval: 2 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxAttempts: 40},
-		// A killed member is noticed after the session timeout.
-		ClientOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)},
+		// A killed member is noticed after the session timeout; a rebalance
+		// waits for members that never come back at most RebalanceTimeout.
+		ClientOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
+			kgo.RebalanceTimeout(8 * time.Second)},
 	}
 	c, err := consumer.New(cfg, handler(member, l.ledger(), faults{transient: 0.05, work: 10 * time.Millisecond}))
 	if err != nil {
