@@ -304,3 +304,23 @@ type kgoRecord = kgo.Record
 func recordNilKey(topic string, seq int) *kgo.Record {
 	return &kgo.Record{Topic: topic, Value: []byte("nil|" + strconv.Itoa(seq))}
 }
+
+// runAll runs a consumer with cfg until rec has seen all its messages and
+// the consumer has written wantDLQ records to the dead-letter topic, then
+// shuts it down cleanly and returns it for its Stats.
+func runAll(t *testing.T, cfg Config, rec *recorder, wantDLQ int64) *Consumer {
+	t.Helper()
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	if wantDLQ > 0 {
+		eventually(t, "DLQ writes", func() bool { return c.Stats().DeadLettered == wantDLQ })
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return c
+}

@@ -105,15 +105,7 @@ func TestTwoTopicsOneGroup(t *testing.T) {
 	e.produce("orders", sessions, per)
 	e.produce("events", sessions, per)
 	rec := newRecorder(2*len(sessions)*per, nil)
-	c, err := New(e.config("g-two-topics", "orders", "events"), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	runAll(t, e.config("g-two-topics", "orders", "events"), rec, 0)
 	checkOrder(t, rec, []string{"orders", "events"}, sessions, per)
 }
 

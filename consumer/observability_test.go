@@ -58,16 +58,7 @@ func TestProcessSpans(t *testing.T) {
 	var logBuf syncBuffer
 	logger := zerolog.New(&logBuf)
 	cfg.Logger = &logger
-	c, err := New(cfg, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	h.wait(t)
-	eventually(t, "DLQ write", func() bool { return c.Stats().DeadLettered == 1 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	runAll(t, cfg, h, 1)
 	for i := 0; i < 3; i++ {
 		if !<-spanInCtx {
 			t.Fatal("handler context has no valid span")

@@ -20,15 +20,7 @@ func TestOrderManySessions(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 		return nil
 	})
-	c, err := New(e.config("g-order", "chats"), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	c := runAll(t, e.config("g-order", "chats"), rec, 0)
 	checkOrder(t, rec, []string{"chats"}, sessions, per)
 	if got := c.Stats().Processed; got != int64(len(sessions)*per) {
 		t.Errorf("Stats.Processed = %d, want %d", got, len(sessions)*per)
@@ -55,16 +47,7 @@ func TestOrderWithFailures(t *testing.T) {
 	})
 	cfg := e.config("g-fail", "chats")
 	cfg.Retry.MaxAttempts = 50 // transient errors never exhaust the budget here
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	eventually(t, "DLQ writes", func() bool { return c.Stats().DeadLettered == int64(len(permanent)) })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	c := runAll(t, cfg, rec, int64(len(permanent)))
 	checkOrder(t, rec, []string{"chats"}, sessions, per)
 	st := c.Stats()
 	if st.Retries == 0 {
@@ -112,16 +95,7 @@ func TestRetriesExhausted(t *testing.T) {
 	rec.isLast = func(m *Message, err error) bool { return m.Attempt == 4 }
 	cfg := e.config("g-exhaust", "chats")
 	cfg.Retry.MaxAttempts = 4
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	eventually(t, "DLQ write", func() bool { return c.Stats().DeadLettered == 1 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	runAll(t, cfg, rec, 1)
 	checkOrder(t, rec, []string{"chats"}, []string{"a", "b"}, 3)
 	attempts := 0
 	for _, c := range rec.snapshot() {
@@ -149,15 +123,7 @@ func TestPanicRecovered(t *testing.T) {
 		}
 		return nil
 	})
-	c, err := New(e.config("g-panic", "chats"), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	c := runAll(t, e.config("g-panic", "chats"), rec, 0)
 	if c.Stats().Panics != 1 {
 		t.Errorf("Panics = %d, want 1", c.Stats().Panics)
 	}
@@ -181,16 +147,7 @@ func TestHandlerTimeout(t *testing.T) {
 	cfg := e.config("g-timeout", "chats")
 	cfg.HandlerTimeout = 50 * time.Millisecond
 	cfg.Retry.MaxAttempts = 2
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	rec.wait(t)
-	eventually(t, "DLQ write", func() bool { return c.Stats().DeadLettered == 1 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	c := runAll(t, cfg, rec, 1)
 	if got := c.Stats().DeadLetteredByReason[ReasonTimeout]; got != 1 {
 		t.Errorf("timeout DLQ writes = %d, want 1", got)
 	}
