@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"github.com/lanesdev/lanes/eventid"
 	"os"
 	"strconv"
 	"strings"
@@ -291,12 +292,8 @@ func readDLQ(t *testing.T, e *env, n int) []*kgo.Record {
 }
 
 func header(r *kgo.Record, k string) string {
-	for _, h := range r.Headers {
-		if h.Key == k {
-			return string(h.Value)
-		}
-	}
-	return ""
+	v, _ := eventid.Header(r, k)
+	return v
 }
 
 type kgoRecord = kgo.Record

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lanesdev/lanes/tracing"
@@ -40,12 +41,12 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	}
 	g := func(name, unit, desc string) metric.Int64ObservableGauge {
 		i, e := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errorsJoin(err, e)
+		err = errors.Join(err, e)
 		return i
 	}
 	ctr := func(name, desc string) metric.Int64ObservableCounter {
 		i, e := m.Int64ObservableCounter(name, metric.WithDescription(desc))
-		err = errorsJoin(err, e)
+		err = errors.Join(err, e)
 		return i
 	}
 	lag := g("lanes.consumer.lag", "{record}", "High watermark minus the committed-to-be watermark, per partition; current while paused.")
@@ -57,7 +58,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	sessions := g("lanes.consumer.sessions.active", "{session}", "Lanes (session goroutines) alive.")
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
-	err = errorsJoin(err, e)
+	err = errors.Join(err, e)
 	processed := ctr("lanes.consumer.processed", "Records handled successfully.")
 	retries := ctr("lanes.consumer.retries", "Handler attempts that failed and were retried.")
 	dlq := ctr("lanes.consumer.dead_letters", "Records written to the dead-letter topic, by lanes.dlq.reason.")
@@ -124,11 +125,4 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

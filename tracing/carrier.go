@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"github.com/lanesdev/lanes/eventid"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -17,24 +18,12 @@ func NewCarrier(r *kgo.Record) Carrier { return Carrier{r: r} }
 
 // Get returns the value of the first header named key, or "".
 func (c Carrier) Get(key string) string {
-	for _, h := range c.r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
+	v, _ := eventid.Header(c.r, key)
+	return v
 }
 
 // Set sets header key, replacing any header of that name.
-func (c Carrier) Set(key, value string) {
-	out := c.r.Headers[:0]
-	for _, h := range c.r.Headers {
-		if h.Key != key {
-			out = append(out, h)
-		}
-	}
-	c.r.Headers = append(out, kgo.RecordHeader{Key: key, Value: []byte(value)})
-}
+func (c Carrier) Set(key, value string) { eventid.SetHeader(c.r, key, value) }
 
 // Keys returns the header names.
 func (c Carrier) Keys() []string {
