@@ -1,0 +1,66 @@
+package consumer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestLateWorkIsFenced: a handler still running when its partition is
+// revoked (past RevokeTimeout) and the partition is assigned again finishes
+// into the old assignment's state only; the new owner's tracker, and so
+// its commits, never see it.
+func TestLateWorkIsFenced(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"},
+		HandlerFunc(func(ctx context.Context, m *Message) error {
+			close(started)
+			<-release
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.workCtx, c.cancelWork = context.WithCancel(context.Background())
+	defer c.cancelWork()
+
+	k := partKey{"t", 0}
+	old := newPartition(k, 1)
+	c.parts[k] = old
+	rec := &kgo.Record{Topic: "t", Partition: 0, Offset: 7, Key: []byte("s")}
+	seq, _ := old.tr.fetched(7)
+	old.queued++
+	w := &work{rec: rec, p: old, seq: seq, session: "s", lane: "s"}
+	l := &lane{key: "s", wake: make(chan struct{}, 1)}
+
+	done := make(chan struct{})
+	go func() { defer close(done); c.process(l, w) }()
+	<-started
+
+	c.take(map[string][]int32{"t": {0}}) // revoke: fenced, dropped from the owned set
+	fresh := newPartition(k, 2)          // assigned again: a new epoch
+	c.parts[k] = fresh
+	fresh.tr.start = 7 // the new owner starts at the committed offset
+	if _, ok := fresh.tr.fetched(7); !ok {
+		t.Fatal("new assignment refused offset 7")
+	}
+
+	close(release)
+	<-done
+	if got := fresh.tr.watermark(); got != 7 {
+		t.Fatalf("late completion moved the new owner's watermark to %d", got)
+	}
+	if got := old.tr.watermark(); got != 8 {
+		t.Fatalf("old assignment's watermark %d, want 8 (its own record done)", got)
+	}
+	select {
+	case <-old.drained:
+	default:
+		t.Fatal("old assignment not drained after its last handler returned")
+	}
+	if owned := c.ownedAll(); len(owned) != 1 || owned[0] != fresh {
+		t.Fatal("owned set does not hold exactly the new assignment")
+	}
+}
