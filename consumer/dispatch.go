@@ -94,9 +94,12 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 // lock, and returns the work to hand to lanes. Filtered records are done at
 // once; records at or below an offset already seen are dropped.
 func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
-	keep := make([]bool, len(ftp.Records))
-	for i, r := range ftp.Records {
-		keep[i] = c.cfg.Filter == nil || c.cfg.Filter(r)
+	var drop []bool // Filter's verdicts, computed outside the lock; nil: keep all
+	if c.cfg.Filter != nil {
+		drop = make([]bool, len(ftp.Records))
+		for i, r := range ftp.Records {
+			drop[i] = !c.cfg.Filter(r)
+		}
 	}
 	out := make([]*work, 0, len(ftp.Records))
 	filtered, skipped := 0, 0
@@ -109,7 +112,7 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 		case p.skip.done(r.Offset):
 			p.tr.done(seq)
 			skipped++
-		case !keep[i]:
+		case drop != nil && drop[i]:
 			p.tr.done(seq)
 			filtered++
 		default:
