@@ -30,6 +30,7 @@ type demoConfig struct {
 	timeout     time.Duration
 	trace       bool
 	metricsAddr string
+	baseline    time.Duration
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -44,6 +45,7 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.Float64Var(&c.permanent, "permanent", 0.001, "probability that a message fails permanently (dead-lettered)")
 	fs.DurationVar(&c.work, "work", time.Millisecond, "simulated handler work per message")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
+	fs.DurationVar(&c.baseline, "baseline", 3*time.Second, "afterwards, measure one goroutine per partition on the same topic for this long (0: skip)")
 	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
 	if err := fs.Parse(args); err != nil {
@@ -60,8 +62,8 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 		return c, fmt.Errorf("--transient %v: want a probability in [0, 1)", c.transient)
 	case c.permanent < 0 || c.permanent > 1:
 		return c, fmt.Errorf("--permanent %v: want a probability in [0, 1]", c.permanent)
-	case c.work < 0 || c.timeout <= 0:
-		return c, errors.New("--work and --timeout must be positive")
+	case c.work < 0 || c.timeout <= 0 || c.baseline < 0:
+		return c, errors.New("--work, --timeout and --baseline must not be negative (--timeout positive)")
 	}
 	return c, nil
 }
@@ -132,6 +134,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "reading the DLQ:", err)
 	}
 	r := chk.report(elapsed, inDLQ, finished)
+	if cfg.baseline > 0 && cfg.work > 0 {
+		fmt.Fprintf(stderr, "measuring the baseline (one goroutine per partition) for %v...\n", cfg.baseline)
+		if r.baseline, err = baselineRate(ctx, brokers, topic, cfg.work, cfg.baseline); err != nil {
+			fmt.Fprintln(stderr, "baseline:", err)
+		}
+	}
 	r.print(stdout)
 	if err := obs.printTraces(stdout, 3); err != nil {
 		fmt.Fprintln(stderr, "printing traces:", err)

@@ -16,11 +16,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestDemoSmall(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"demo", "--sessions", "40", "--messages", "3000",
-		"--permanent", "0.01", "--partitions", "4"}, &out, &errOut)
+		"--permanent", "0.01", "--partitions", "4", "--baseline", "500ms"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	for _, want := range []string{"order violations  0", "lost              0", "dead-lettered"} {
+	for _, want := range []string{"order violations  0", "lost              0", "dead-lettered", "baseline"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

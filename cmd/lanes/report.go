@@ -75,6 +75,7 @@ type demoReport struct {
 	elapsed                                  time.Duration
 	p50, p99                                 time.Duration
 	finished                                 bool
+	baseline                                 float64 // msgs/s of one goroutine per partition, 0 if not measured
 }
 
 func (c *checker) report(elapsed time.Duration, inDLQ int, finished bool) demoReport {
@@ -100,7 +101,11 @@ func (c *checker) report(elapsed time.Duration, inDLQ int, finished bool) demoRe
 func (r demoReport) print(w io.Writer) {
 	secs := r.elapsed.Seconds()
 	fmt.Fprintf(w, "report\n")
-	fmt.Fprintf(w, "  throughput        %.0f msg/s (%d messages in %.2f s)\n", float64(r.processed+r.deadLetters)/secs, r.processed+r.deadLetters, secs)
+	rate := float64(r.processed+r.deadLetters) / secs
+	fmt.Fprintf(w, "  throughput        %.0f msg/s (%d messages in %.2f s)\n", rate, r.processed+r.deadLetters, secs)
+	if r.baseline > 0 {
+		fmt.Fprintf(w, "  baseline          %.0f msg/s with one goroutine per partition, same work: lanes is %.1fx\n", r.baseline, rate/r.baseline)
+	}
 	fmt.Fprintf(w, "  latency           p50 %v  p99 %v (send to handled)\n", r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  order violations  %d (every message of every session checked)\n", r.violations)
 	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)
