@@ -78,3 +78,35 @@ func TestStall(t *testing.T) {
 		})
 	}
 }
+
+// TestHandlerIgnoringContextReported: a handler that ignores its context
+// past HandlerTimeout is reported (Stats.SlowHandlers), and its session's
+// next message waits until it returns.
+func TestHandlerIgnoringContextReported(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "a|0", "a|1")
+	release := make(chan struct{})
+	rec := newRecorder(2, func(ctx context.Context, m *Message) error {
+		if string(m.Record.Value) == "a|0" {
+			<-release // ignores ctx on purpose
+		}
+		return nil
+	})
+	cfg := e.config("g-slow", "chats")
+	cfg.HandlerTimeout = 50 * time.Millisecond
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "slow handler report", func() bool { return c.Stats().SlowHandlers == 1 })
+	if n := len(rec.snapshot()); n != 0 {
+		t.Fatalf("%d calls finished while a|0 was stuck", n)
+	}
+	close(release)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, []string{"a"}, 2)
+}
