@@ -14,7 +14,8 @@ import (
 // client call is ever made while holding a partition's mutex.
 type flow struct {
 	client  *kgo.Client
-	applyMu sync.Mutex // serialises apply
+	current func(partKey) *partition // the owned state of a partition now, or nil
+	applyMu sync.Mutex               // serialises apply
 
 	mu    sync.Mutex
 	dirty map[*partition]struct{}
@@ -75,12 +76,31 @@ func (f *flow) apply() {
 			continue
 		}
 		tp := map[string][]int32{p.key.topic: {p.key.partition}}
-		if paused {
-			f.client.PauseFetchPartitions(tp)
-		} else {
+		if !paused {
 			f.client.ResumeFetchPartitions(tp)
+			continue
+		}
+		f.client.PauseFetchPartitions(tp)
+		// A rebalance may have fenced p between the read above and the
+		// pause, and resumed the partition for its next assignment: the
+		// pause just applied would then be stale and could stop the
+		// partition for good. Re-apply what the current owner wants.
+		p.mu.Lock()
+		fenced = p.fenced
+		p.mu.Unlock()
+		if fenced {
+			if now := f.current(p.key); now == nil || !now.wantsPause() {
+				f.client.ResumeFetchPartitions(tp)
+			}
 		}
 	}
+}
+
+// wantsPause reports the wanted fetch state of p.
+func (p *partition) wantsPause() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused && !p.fenced
 }
 
 // run applies decisions until stop is closed.

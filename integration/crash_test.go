@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
@@ -52,6 +53,10 @@ func helperConsumer() int {
 		// waits for members that never come back at most RebalanceTimeout.
 		ClientOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
 			kgo.RebalanceTimeout(8 * time.Second)},
+	}
+	if os.Getenv("LANES_TEST_LOG") != "" {
+		lg := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Str("member", member).Logger()
+		cfg.Logger = &lg
 	}
 	c, err := consumer.New(cfg, handler(member, l.ledger(), faults{transient: 0.05, work: 10 * time.Millisecond}))
 	if err != nil {
@@ -114,6 +119,12 @@ func TestCrashScenario(t *testing.T) {
 		return cmd
 	}
 	procs := []*exec.Cmd{spawn(), spawn()}
+	t.Cleanup(func() { // a failed test must not leave consumers running
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	kills := 0
 	for kills < 4 && loadCalls(t, dir, l) < len(sessions)*per {
