@@ -127,9 +127,13 @@ func TestCrashScenario(t *testing.T) {
 	})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	kills := 0
-	for kills < 4 && loadCalls(t, dir, l) < len(sessions)*per {
-		// A random point in the run: between 0.3 and 1.5 s apart.
-		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+	total := len(sessions) * per
+	for kills < 4 && loadCalls(t, dir, l) < total {
+		// Let the group recover from the last kill (progress resumes), then
+		// kill at a random point 0.2 to 1 s later. Killing faster than a
+		// rebalance completes only piles up rebalances.
+		waitProgress(t, dir, l, 200, total)
+		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 		k := rng.IntN(len(procs))
 		_ = procs[k].Process.Kill() // SIGKILL: no drain, no commit, no leave
 		_ = procs[k].Wait()
@@ -154,6 +158,20 @@ func TestCrashScenario(t *testing.T) {
 	r := l.Report()
 	t.Logf("%d SIGKILLs, %d consumer processes", kills, n)
 	assertClean(t, c, r, time.Since(start), true)
+}
+
+// waitProgress waits until n more messages finished (or all did), failing
+// after a minute without that progress.
+func waitProgress(t *testing.T, dir string, l *Ledger, n, total int) {
+	t.Helper()
+	from := loadCalls(t, dir, l)
+	deadline := time.Now().Add(time.Minute)
+	for got := from; got < from+n && got < total; got = loadCalls(t, dir, l) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress after a restart: %d finished, %d a minute ago", got, from)
+		}
+		time.Sleep(100 * time.Millisecond) // the children report through files: poll them
+	}
 }
 
 // loadCalls replaces l's calls with those in dir's files and returns the
