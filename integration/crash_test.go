@@ -100,7 +100,7 @@ func TestCrashScenario(t *testing.T) {
 	topic, dlq := c.topics(t, 6)
 	l := NewLedger()
 	sessions := sessionNames(60)
-	const per = 300
+	const per = 400
 	start := time.Now()
 	c.produce(t, topic, sessions, per, l)
 	dir := t.TempDir()
