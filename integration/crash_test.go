@@ -112,7 +112,14 @@ func TestCrashScenario(t *testing.T) {
 			"LANES_CALLS_FILE="+filepath.Join(dir, fmt.Sprintf("calls-%d.jsonl", n)),
 			"LANES_CHILD_BROKERS="+strings.Join(c.brokers, ","), "LANES_GROUP=crash",
 			"LANES_TOPIC="+topic, "LANES_DLQ="+dlq)
-		cmd.Stderr = os.Stderr
+		// A file, not the test's stderr: a child must never hold go test's
+		// output pipe open.
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("child-%d.log", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +130,16 @@ func TestCrashScenario(t *testing.T) {
 		for _, p := range procs {
 			_ = p.Process.Kill()
 			_ = p.Wait()
+		}
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(dir, "child-*.log"))
+			for _, name := range logs {
+				b, _ := os.ReadFile(name)
+				if len(b) > 4000 {
+					b = b[len(b)-4000:]
+				}
+				t.Logf("%s (tail):\n%s", filepath.Base(name), b)
+			}
 		}
 	})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
