@@ -24,48 +24,63 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.mu.Unlock()
 	c.stats.rebalances.Add(1)
 	cl.ResumeFetchPartitions(assigned)
-	c.loadCompleted(ctx, cl, assigned)
+	c.loadCommitted(ctx, cl, assigned)
 }
 
-// loadCompleted reads the group's commit metadata for newly assigned
-// partitions and remembers the offsets completed above each watermark, so
+// loadCommitted reads the group's committed offsets for newly assigned
+// partitions: each starts its watermark (and Stats' Committed) there, and
+// remembers the offsets its commit metadata lists as completed above it, so
 // those records are skipped. Metadata that is not lanes', is corrupt, or was
 // written for another offset than the one committed is ignored (with a
 // warning): the worst case is reprocessing, never skipping unfinished work.
-func (c *Consumer) loadCompleted(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
-	if c.cfg.DisableCompletedOffsets || len(assigned) == 0 {
+func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if len(assigned) == 0 {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 	defer cancel()
 	resps, err := kadm.NewClient(cl).FetchOffsets(cctx, c.cfg.Group)
 	if err != nil {
-		c.log().Warn().Err(err).Msg("assign: cannot read commit metadata; completed offsets will be reprocessed")
+		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed")
 		return
 	}
 	for t, ps := range assigned {
 		for _, id := range ps {
 			r, ok := resps.Lookup(t, id)
-			c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).AnErr("err", r.Err).Int("meta", len(r.Metadata)).Msg("assign: committed offset")
-			if !ok || r.Err != nil || r.At < 0 || r.Metadata == "" {
+			p := c.owned(partKey{t, id})
+			if !ok || r.Err != nil || r.At < 0 || p == nil {
 				continue
 			}
-			wm, rs, err := decodeMetadata(r.Metadata)
-			if err == nil && wm != r.At {
-				err = fmt.Errorf("metadata written at offset %d, committed offset is %d", wm, r.At)
+			c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
+				Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")
+			rs, ok := c.completedAbove(t, id, r)
+			p.mu.Lock()
+			p.committed, p.tr.start = r.At, r.At
+			if ok {
+				p.skip, p.committedMeta = skipper{rs: rs}, r.Metadata
 			}
-			if err != nil {
-				c.log().Warn().Err(err).Str("topic", t).Int32("partition", id).
-					Msg("assign: ignoring commit metadata; completed offsets will be reprocessed")
-				continue
-			}
-			if p := c.owned(partKey{t, id}); p != nil {
-				p.mu.Lock()
-				p.skip = skipper{rs: rs}
-				p.mu.Unlock()
-			}
+			p.mu.Unlock()
 		}
 	}
+}
+
+// completedAbove decodes the completed offsets of a committed offset's
+// metadata, reporting false (with a warning for anything but empty
+// metadata) when they cannot be trusted or are turned off.
+func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]offRange, bool) {
+	if c.cfg.DisableCompletedOffsets || r.Metadata == "" {
+		return nil, false
+	}
+	wm, rs, err := decodeMetadata(r.Metadata)
+	if err == nil && wm != r.At {
+		err = fmt.Errorf("metadata written at offset %d, committed offset is %d", wm, r.At)
+	}
+	if err != nil {
+		c.log().Warn().Err(err).Str("topic", t).Int32("partition", id).
+			Msg("assign: ignoring commit metadata; completed offsets will be reprocessed")
+		return nil, false
+	}
+	return rs, true
 }
 
 // onRevoked fences the revoked partitions, waits (at most RevokeTimeout) for

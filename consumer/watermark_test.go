@@ -119,3 +119,28 @@ func crashAfterOutOfOrder(t *testing.T, disableMeta bool, want int) map[int64]in
 	}
 	return seen
 }
+
+// TestCommittedFromGroup: a member that takes over a partition reports the
+// group's committed offset (and starts its watermark there) before it has
+// committed anything itself.
+func TestCommittedFromGroup(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produce("chats", sessionNames(5), 4)
+	cfg := e.config("g-committed", "chats")
+	runAll(t, cfg, newRecorder(20, nil), 0)
+	c2, err := New(cfg, newRecorder(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c2)
+	eventually(t, "the group's committed offset", func() bool {
+		ps := c2.Stats().Partitions
+		return len(ps) == 1 && ps[0].Committed == 20 && ps[0].Watermark == 20
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c2.Stats().Commits != 0 {
+		t.Errorf("%d commits by a member with nothing new to commit", c2.Stats().Commits)
+	}
+}
