@@ -60,7 +60,6 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{cfg: cfg, h: h, parts: map[partKey]*partition{}, flow: newFlow(), stop: make(chan struct{})}
-	c.flow.current = c.owned
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if c.metrics, err = newMetrics(c, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)

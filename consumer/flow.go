@@ -11,11 +11,13 @@ import (
 // poll loop when a partition fills and by lanes when it drains; flow then
 // applies the latest wanted state of every partition marked dirty. Applying
 // the latest state is idempotent, so racing decisions converge, and no
-// client call is ever made while holding a partition's mutex.
+// client call is ever made while holding a partition's mutex. Rebalances
+// clear the pause state of the partitions they move through reset, under
+// the same lock as apply, so a pause read before a revoke can never be
+// applied after the revoke's reset.
 type flow struct {
 	client  *kgo.Client
-	current func(partKey) *partition // the owned state of a partition now, or nil
-	applyMu sync.Mutex               // serialises apply
+	applyMu sync.Mutex // serialises apply and reset
 
 	mu    sync.Mutex
 	dirty map[*partition]struct{}
@@ -66,6 +68,10 @@ func (f *flow) apply() {
 	defer f.applyMu.Unlock()
 	f.mu.Lock()
 	dirty := f.dirty
+	if len(dirty) == 0 { // the usual case after a poll: no allocation
+		f.mu.Unlock()
+		return
+	}
 	f.dirty = map[*partition]struct{}{}
 	f.mu.Unlock()
 	for p := range dirty {
@@ -76,31 +82,21 @@ func (f *flow) apply() {
 			continue
 		}
 		tp := map[string][]int32{p.key.topic: {p.key.partition}}
-		if !paused {
+		if paused {
+			f.client.PauseFetchPartitions(tp)
+		} else {
 			f.client.ResumeFetchPartitions(tp)
-			continue
-		}
-		f.client.PauseFetchPartitions(tp)
-		// A rebalance may have fenced p between the read above and the
-		// pause, and resumed the partition for its next assignment: the
-		// pause just applied would then be stale and could stop the
-		// partition for good. Re-apply what the current owner wants.
-		p.mu.Lock()
-		fenced = p.fenced
-		p.mu.Unlock()
-		if fenced {
-			if now := f.current(p.key); now == nil || !now.wantsPause() {
-				f.client.ResumeFetchPartitions(tp)
-			}
 		}
 	}
 }
 
-// wantsPause reports the wanted fetch state of p.
-func (p *partition) wantsPause() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused && !p.fenced
+// reset clears the pause state of partitions a rebalance assigns, revokes or
+// loses (franz-go keeps it across rebalances). Callers fence the old state
+// first, so an apply that runs after reset skips it.
+func (f *flow) reset(cl *kgo.Client, tps map[string][]int32) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	cl.ResumeFetchPartitions(tps)
 }
 
 // run applies decisions until stop is closed.

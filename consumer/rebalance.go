@@ -23,7 +23,7 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	}
 	c.mu.Unlock()
 	c.stats.rebalances.Add(1)
-	cl.ResumeFetchPartitions(assigned)
+	c.flow.reset(cl, assigned)
 	c.loadCommitted(ctx, cl, assigned)
 }
 
@@ -103,7 +103,7 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 	if err := c.commit(cctx, parts); err != nil {
 		c.log().Error().Err(err).Msg("revoke: final commit failed; the next owner may redeliver")
 	}
-	cl.ResumeFetchPartitions(revoked)
+	c.flow.reset(cl, revoked)
 }
 
 // onLost drops the lost partitions without committing: another member may
@@ -111,7 +111,7 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	c.log().Warn().Interface("partitions", lost).Msg("partitions lost: dropping them without a commit")
 	c.take(lost)
-	cl.ResumeFetchPartitions(lost)
+	c.flow.reset(cl, lost)
 }
 
 // take fences the given partitions and removes them from the owned set.
