@@ -45,8 +45,14 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	marks := map[partKey]int64{}
 	meta := map[partKey]string{}
+	versions := map[partKey]uint64{}
 	for _, p := range parts {
 		p.mu.Lock()
+		if p.tr.version == p.committedVersion {
+			p.mu.Unlock()
+			continue // nothing fetched or finished since the last commit
+		}
+		versions[p.key] = p.tr.version
 		wm := p.tr.watermark()
 		md := ""
 		if !c.cfg.DisableCompletedOffsets {
@@ -59,6 +65,8 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 			}
 			offsets[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: wm}
 			marks[p.key] = wm
+		} else {
+			p.committedVersion = p.tr.version // the commit already says all of it
 		}
 		p.mu.Unlock()
 	}
@@ -92,6 +100,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 			p.mu.Lock()
 			p.committed = max(p.committed, wm)
 			p.committedMeta = meta[p.key]
+			p.committedVersion = versions[p.key]
 			p.mu.Unlock()
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,7 +24,7 @@ var ErrHandlerPanic = errors.New("consumer: handler panicked")
 // durably dead-lettered.
 func (c *Consumer) deliver(l *lane, w *work) bool {
 	m := &w.msg
-	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventID(w.rec)}
+	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec)}
 	pol := c.cfg.Retry
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	for attempt := 1; ; attempt++ {
@@ -120,7 +121,7 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Spa
 	defer func() {
 		l.end()
 		actx.release()
-		c.metrics.handlerDone(ctx, time.Since(now), w.rec.Topic)
+		c.metrics.handlerDone(ctx, time.Since(now))
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			l := c.recordLog(span, w)

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -35,11 +34,12 @@ type partition struct {
 	committed int64         // last offset committed by this assignment; -1 none
 	hwm       int64         // high watermark from the latest fetch; -1 unknown
 
-	committedMeta string    // metadata of the last commit
-	skip          skipper   // offsets completed before this assignment
-	lastWM        int64     // watermark at the last stall check
-	movedAt       time.Time // when the stall check last saw it move
-	stalled       bool
+	committedMeta    string    // metadata of the last commit
+	committedVersion uint64    // tracker version the last commit (or check) covered
+	skip             skipper   // offsets completed before this assignment
+	lastWM           int64     // watermark at the last stall check
+	movedAt          time.Time // when the stall check last saw it move
+	stalled          bool
 }
 
 func newPartition(k partKey, epoch uint64) *partition {
@@ -82,18 +82,23 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		if p == nil {
 			return // not ours (any more): the owner fetches it again
 		}
-		for _, w := range c.admit(p, ftp) {
+		works, pause := c.admit(p, ftp)
+		for _, w := range works {
 			c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].enqueue(w)
 		}
-		c.flow.markIfOver(p, c.cfg.MaxBufferedRecords)
+		if pause {
+			c.flow.mark(p)
+		}
 	})
 	c.flow.apply()
 }
 
 // admit registers a partition's fetched records with its tracker, under one
-// lock, and returns the work to hand to lanes. Filtered records are done at
-// once; records at or below an offset already seen are dropped.
-func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
+// lock, and returns the work to hand to lanes, and whether the partition has
+// just reached MaxBufferedRecords (it then wants its fetch paused). Filtered
+// records are done at once; records at or below an offset already seen are
+// dropped.
+func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) (out []*work, pause bool) {
 	var drop []bool // Filter's verdicts, computed outside the lock; nil: keep all
 	if c.cfg.Filter != nil {
 		drop = make([]bool, len(ftp.Records))
@@ -101,7 +106,7 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 			drop[i] = !c.cfg.Filter(r)
 		}
 	}
-	out := make([]*work, 0, len(ftp.Records))
+	out = make([]*work, 0, len(ftp.Records))
 	filtered, skipped := 0, 0
 	p.mu.Lock()
 	p.hwm = ftp.HighWatermark
@@ -120,9 +125,16 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 			out = append(out, &work{rec: r, p: p, seq: seq})
 		}
 	}
+	if pause = !p.fenced && !p.paused && p.queued+p.running >= c.cfg.MaxBufferedRecords; pause {
+		p.paused = true
+	}
 	p.mu.Unlock()
-	c.stats.filtered.Add(int64(filtered))
-	c.stats.skippedDone.Add(int64(skipped))
+	if filtered > 0 {
+		c.stats.filtered.Add(int64(filtered))
+	}
+	if skipped > 0 {
+		c.stats.skippedDone.Add(int64(skipped))
+	}
 	for _, w := range out {
 		w.session = c.sessionOf(w.rec)
 		w.lane = w.session
@@ -130,7 +142,7 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 			w.lane = "\x00" + w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10)
 		}
 	}
-	return out
+	return out, pause
 }
 
 func (c *Consumer) sessionOf(r *kgo.Record) string {
@@ -152,6 +164,3 @@ func (c *Consumer) owned(k partKey) *partition {
 	defer c.mu.Unlock()
 	return c.parts[k]
 }
-
-// eventID reads the record's event ID header.
-func eventID(r *kgo.Record) string { return eventid.FromRecord(r) }

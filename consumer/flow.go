@@ -28,19 +28,6 @@ func newFlow() *flow {
 	return &flow{dirty: map[*partition]struct{}{}, poke: make(chan struct{}, 1)}
 }
 
-// markIfOver wants p paused when it holds max records or more.
-func (f *flow) markIfOver(p *partition, max int) {
-	p.mu.Lock()
-	change := !p.fenced && !p.paused && p.queued+p.running >= max
-	if change {
-		p.paused = true
-	}
-	p.mu.Unlock()
-	if change {
-		f.mark(p)
-	}
-}
-
 // releaseLocked is called by a lane with p.mu held after a record left the
 // partition; it reports whether p should resume (at or below half the
 // bound). The caller then calls mark(p) without the lock.

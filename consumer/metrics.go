@@ -106,7 +106,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	return out, err
 }
 
-func (m *metrics) handlerDone(ctx context.Context, d time.Duration, _ string) {
+func (m *metrics) handlerDone(ctx context.Context, d time.Duration) {
 	m.handlerDur.Record(ctx, d.Seconds(), m.record...)
 }
 

@@ -21,6 +21,9 @@ type tracker struct {
 	tail  uint64 // sequence number the next fetched record gets
 	next  int64  // one past the newest fetched offset; -1 before any fetch
 	start int64  // offset to commit before any fetch (the assigned position); -1 if unknown
+	// version counts changes (fetches and dones), so a commit can tell in
+	// O(1) that nothing moved since the last one.
+	version uint64
 }
 
 type slot struct {
@@ -46,6 +49,7 @@ func (t *tracker) fetched(offset int64) (seq uint64, ok bool) {
 	t.slots[seq&uint64(len(t.slots)-1)] = slot{offset: offset}
 	t.tail++
 	t.next = offset + 1
+	t.version++
 	return seq, true
 }
 
@@ -57,7 +61,11 @@ func (t *tracker) done(seq uint64) {
 		return
 	}
 	mask := uint64(len(t.slots) - 1)
+	if t.slots[seq&mask].done {
+		return
+	}
 	t.slots[seq&mask].done = true
+	t.version++
 	for t.head < t.tail && t.slots[t.head&mask].done {
 		t.head++
 	}

@@ -50,7 +50,6 @@ func New(cfg Config) (*Producer, error) {
 	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RecordPartitioner(partitioner(cfg.Partitioning)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 	}
