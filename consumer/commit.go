@@ -23,7 +23,7 @@ func (c *Consumer) commitLoop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
-			parts := c.ownedAll()
+			parts := c.own.all()
 			if err := c.commit(ctx, parts); err != nil {
 				c.log().Warn().Err(err).Msg("periodic commit failed; will retry next interval")
 			}
@@ -34,43 +34,34 @@ func (c *Consumer) commitLoop(stop <-chan struct{}) {
 }
 
 // commit commits the watermark of each partition that moved since its last
-// commit. Commits are serialised, so a revoke's final commit is never
-// overtaken by an older periodic one.
+// commit and is still owned. Commits and releases are serialised (owners),
+// so a revoke's final commit is never overtaken by an older periodic one,
+// and no commit covers a partition after its release.
 func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
+	c.own.commitMu.Lock()
+	defer c.own.commitMu.Unlock()
 	if c.crashed.Load() {
 		return nil
 	}
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	marks := map[partKey]int64{}
-	meta := map[partKey]string{}
-	versions := map[partKey]uint64{}
-	for _, p := range parts {
-		p.mu.Lock()
-		if p.tr.version == p.committedVersion {
-			p.mu.Unlock()
-			continue // nothing fetched or finished since the last commit
-		}
-		versions[p.key] = p.tr.version
-		wm := p.tr.watermark()
-		md := ""
-		if !c.cfg.DisableCompletedOffsets {
-			md = encodeMetadata(wm, rangesAbove(&p.tr), c.cfg.MaxCommitMetadataBytes)
-		}
-		if wm >= 0 && (wm > p.committed || md != p.committedMeta) {
-			meta[p.key] = md
-			if offsets[p.key.topic] == nil {
-				offsets[p.key.topic] = map[int32]kgo.EpochOffset{}
-			}
-			offsets[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: wm}
-			marks[p.key] = wm
-		} else {
-			p.committedVersion = p.tr.version // the commit already says all of it
-		}
-		p.mu.Unlock()
+	metaMax := c.cfg.MaxCommitMetadataBytes
+	if c.cfg.DisableCompletedOffsets {
+		metaMax = 0
 	}
-	if len(marks) == 0 {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	points := map[*partition]commitPoint{}
+	meta := map[partKey]string{}
+	for _, p := range parts {
+		cp, ok := p.toCommit(metaMax)
+		if !ok {
+			continue
+		}
+		points[p], meta[p.key] = cp, cp.meta
+		if offsets[p.key.topic] == nil {
+			offsets[p.key.topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: cp.offset}
+	}
+	if len(points) == 0 {
 		return nil
 	}
 	start := time.Now()
@@ -95,14 +86,8 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		return err
 	}
 	c.stats.commits.Add(1)
-	for _, p := range parts {
-		if wm, ok := marks[p.key]; ok {
-			p.mu.Lock()
-			p.committed = max(p.committed, wm)
-			p.committedMeta = meta[p.key]
-			p.committedVersion = versions[p.key]
-			p.mu.Unlock()
-		}
+	for p, cp := range points {
+		p.committedAt(cp)
 	}
 	return nil
 }
@@ -131,12 +116,10 @@ func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
 	var topics []string
 	paused := map[partKey]*partition{}
 	for _, p := range parts {
-		p.mu.Lock()
-		if p.paused {
+		if p.pausedNow() {
 			paused[p.key] = p
 			topics = append(topics, p.key.topic)
 		}
-		p.mu.Unlock()
 	}
 	if len(paused) == 0 {
 		return
@@ -148,9 +131,7 @@ func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
 	}
 	ends.Each(func(o kadm.ListedOffset) {
 		if p := paused[partKey{o.Topic, o.Partition}]; p != nil && o.Err == nil {
-			p.mu.Lock()
-			p.hwm = max(p.hwm, o.Offset)
-			p.mu.Unlock()
+			p.raiseHWM(o.Offset)
 		}
 	})
 }

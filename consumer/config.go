@@ -96,8 +96,12 @@ type Config struct {
 	// rebalance go on. Default: 30s.
 	RevokeTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight handlers
-	// after its context is cancelled. Default: 30s.
+	// after its context is cancelled. Default: [DefaultShutdownTimeout].
 	ShutdownTimeout time.Duration
+	// LeaveTimeout bounds how long Run waits to leave the group after its
+	// final commit; a leave can wait for a rebalance under way. Default:
+	// [DefaultLeaveTimeout].
+	LeaveTimeout time.Duration
 
 	// DisableCompletedOffsets stops recording, in the commit metadata, the
 	// offsets completed above the committed watermark. With it set, a
@@ -160,6 +164,7 @@ const (
 	DefaultCommitTimeout      = 10 * time.Second
 	DefaultRevokeTimeout      = 30 * time.Second
 	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultLeaveTimeout       = 5 * time.Second
 	DefaultStallTimeout       = 5 * time.Minute
 
 	DefaultMaxCommitMetadataBytes = 4096
@@ -228,6 +233,7 @@ func (cfg Config) validate() (Config, error) {
 		{"CommitTimeout", &cfg.CommitTimeout, DefaultCommitTimeout},
 		{"RevokeTimeout", &cfg.RevokeTimeout, DefaultRevokeTimeout},
 		{"ShutdownTimeout", &cfg.ShutdownTimeout, DefaultShutdownTimeout},
+		{"LeaveTimeout", &cfg.LeaveTimeout, DefaultLeaveTimeout},
 		{"StallTimeout", &cfg.StallTimeout, DefaultStallTimeout},
 	}
 	for _, f := range durs {

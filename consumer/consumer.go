@@ -10,6 +10,7 @@ import (
 
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,17 +29,17 @@ type Consumer struct {
 	cfg Config
 	h   Handler
 
-	mu    sync.Mutex // guards parts and epoch
-	parts map[partKey]*partition
-	epoch uint64
+	own     *owners
+	shards  []*shard
+	flow    *flow
+	client  *kgo.Client
+	dlq     *deadLetters // nil without a DeadLetterTopic
+	stats   counters
+	tracer  *tracing.Tracer
+	metrics *metrics
 
-	shards   []*shard
-	flow     *flow
-	client   *kgo.Client
-	commitMu sync.Mutex // serialises commits
-	stats    counters
-	tracer   *tracing.Tracer
-	metrics  *metrics
+	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
+	cancelClient context.CancelFunc
 
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
@@ -59,7 +60,8 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, h: h, parts: map[partKey]*partition{}, flow: newFlow(), stop: make(chan struct{})}
+	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow(), stop: make(chan struct{})}
+	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if c.metrics, err = newMetrics(c, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
@@ -79,6 +81,7 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	opts := []kgo.Opt{
+		kgo.WithContext(c.clientCtx),
 		kgo.SeedBrokers(c.cfg.Brokers...),
 		kgo.ConsumerGroup(c.cfg.Group),
 		kgo.ConsumeTopics(c.cfg.Topics...),
@@ -90,7 +93,6 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), // DLQ records
 	}
 	return append(opts, c.cfg.ClientOptions...)
 }
@@ -98,20 +100,33 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 // Run joins the group and processes records until ctx is cancelled, then
 // shuts down: it stops fetching, waits (at most ShutdownTimeout) for
 // in-flight handlers, commits every owned partition's watermark, leaves the
-// group and returns. It returns nil after a clean drain, an error wrapping
-// ErrUnfinished naming what was left undone otherwise (that work is
-// redelivered to the next owner), or the error that stopped the client from
-// starting. No goroutine started by Run outlives it, provided handlers
-// return once their context is cancelled.
+// group and returns. Partitions stay owned until their final commit: a
+// rebalance during the drain waits for it. Run returns within
+// ShutdownTimeout + CommitTimeout + LeaveTimeout of the cancellation,
+// provided handlers return once their context is cancelled. It returns nil
+// after a clean drain, an error wrapping ErrUnfinished naming what was left
+// undone otherwise (that work is redelivered to the next owner), or the
+// error that stopped the client from starting. No goroutine started by Run
+// outlives it.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
 	}
+	defer c.cancelClient()
 	cl, err := kgo.NewClient(c.clientOpts()...)
 	if err != nil {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client = cl, cl
+	if c.cfg.DeadLetterTopic != "" {
+		dctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+		c.dlq, err = openDeadLetters(dctx, &c.cfg, kadm.NewClient(cl))
+		cancel()
+		if err != nil {
+			cl.Close()
+			return err
+		}
+	}
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	defer c.cancelWork()
 
@@ -144,28 +159,34 @@ func (c *Consumer) poll(ctx context.Context) {
 		c.dispatch(fs)
 		c.client.AllowRebalance()
 	}
+	c.client.AllowRebalance()
 }
 
-// shutdown drains, commits and closes; see Run.
+// shutdown drains, commits, releases, leaves and closes; see Run.
 func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
-	parts := c.takeAll()
-	left := waitDrained(parts, c.cfg.ShutdownTimeout)
-	c.cancelWork()
-	close(c.stop)
-	c.lanesWG.Wait()
 	close(bgStop)
+	left := waitDrained(context.Background(), c.own.stop(), c.cfg.ShutdownTimeout)
 	bg.Wait()
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
 	defer cancel()
 	var errs []error
-	if err := c.client.Flush(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("consumer: flush dead-letter writes: %w", err))
-	}
-	if err := c.commit(ctx, parts); err != nil {
+	owned := c.own.all() // what a revoke during the drain did not take
+	if err := c.commit(ctx, owned); err != nil {
 		errs = append(errs, err)
 	}
-	c.client.CloseAllowingRebalance()
+	c.own.release(owned)
+	c.leave()
+
+	c.cancelWork()
+	close(c.stop)
+	c.lanesWG.Wait()
+	if c.dlq != nil {
+		if err := c.dlq.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("consumer: close dead-letter client: %w", err))
+		}
+	}
+	c.client.Close()
 	if len(left) > 0 {
 		names := make([]string, len(left))
 		for i, p := range left {
@@ -175,4 +196,18 @@ func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
 			ErrUnfinished, c.cfg.ShutdownTimeout, strings.Join(names, ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// leave leaves the group within LeaveTimeout. A leave waits for a join
+// under way, and a join lasts until the group's rebalance completes (up to
+// its rebalance timeout) while other members come and go; past the timeout
+// the client's context is cancelled, which ends the join, and the group
+// notices the member gone at its session timeout.
+func (c *Consumer) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaveTimeout)
+	defer cancel()
+	if err := c.client.LeaveGroupContext(ctx); err != nil {
+		c.log().Warn().Err(err).Dur("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
+		c.cancelClient()
+	}
 }

@@ -2,9 +2,15 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -33,51 +39,168 @@ const (
 	ReasonStalled = "stalled"
 )
 
+// maxErrorHeader bounds the lanes-dlq-error header.
 const maxErrorHeader = 1024
 
-// dlqRecord builds the dead-letter copy of r: same key, value and headers,
-// plus the lanes-dlq-* headers.
-func dlqRecord(topic string, r *kgo.Record, errText, reason string, attempts int) *kgo.Record {
-	if len(errText) > maxErrorHeader {
-		errText = errText[:maxErrorHeader]
+// Kafka's default max.message.bytes, the DLQ limit when the topic's own
+// cannot be read; recordOverhead is a generous bound on what a record batch
+// holding one record adds to its key, value and headers.
+const (
+	defaultMaxMessageBytes = 1048588
+	recordOverhead         = 512
+)
+
+// deadLetters writes dead-letter copies through a client of its own (a
+// producer only), so its metadata follows the DLQ topic alone: a topic
+// created after the consumer started is found within a metadata refresh.
+// Its batches are capped at the topic's max.message.bytes, read when Run
+// starts.
+type deadLetters struct {
+	topic  string
+	limit  int // max.message.bytes of the topic
+	client *kgo.Client
+}
+
+// openDeadLetters starts the DLQ client; admin reads the topic's limit.
+func openDeadLetters(ctx context.Context, cfg *Config, admin *kadm.Client) (*deadLetters, error) {
+	d := &deadLetters{topic: cfg.DeadLetterTopic, limit: defaultMaxMessageBytes}
+	if rcs, err := admin.DescribeTopicConfigs(ctx, d.topic); err == nil {
+		if rc, err := rcs.On(d.topic, nil); err == nil && rc.Err == nil {
+			for _, c := range rc.Configs {
+				if c.Key == "max.message.bytes" && c.Value != nil {
+					if n, err := strconv.Atoi(*c.Value); err == nil && n > recordOverhead {
+						d.limit = n
+					}
+				}
+			}
+		}
 	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.ProducerBatchMaxBytes(int32(d.limit)),
+	}, cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: start dead-letter client: %w", err)
+	}
+	d.client = cl
+	return d, nil
+}
+
+// record builds the dead-letter copy of r: same key, value and headers,
+// plus the lanes-dlq-* headers. The error text is cut to maxErrorHeader,
+// and further so the copy fits the topic's limit when the original is
+// close to it.
+func (d *deadLetters) record(r *kgo.Record, errText, reason string, attempts int) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
 	h = append(h, r.Headers...)
 	h = append(h,
 		kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(r.Topic)},
 		kgo.RecordHeader{Key: HeaderDLQPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
 		kgo.RecordHeader{Key: HeaderDLQOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
-		kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(errText)},
 		kgo.RecordHeader{Key: HeaderDLQAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
 		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
 	)
-	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
+	size := len(r.Key) + len(r.Value) + recordOverhead + len(HeaderDLQError)
+	for _, x := range h {
+		size += len(x.Key) + len(x.Value)
+	}
+	room := min(maxErrorHeader, max(d.limit-size, 0))
+	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(cut(errText, room))})
+	return &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// deadLetter writes w's record to the DLQ and reports whether the broker
-// acknowledged it. A failed write is retried with backoff for as long as
-// the partition is ours: progress is never bought with data.
+// cut shortens s to at most n bytes without splitting a UTF-8 sequence.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// write produces rec and waits for the broker's acknowledgement.
+func (d *deadLetters) write(ctx context.Context, rec *kgo.Record) error {
+	return d.client.ProduceSync(ctx, rec).FirstErr()
+}
+
+// close flushes what is buffered (bounded by ctx) and closes the client.
+func (d *deadLetters) close(ctx context.Context) error {
+	err := d.client.Flush(ctx)
+	d.client.Close()
+	return err
+}
+
+// retriable tells a failed write worth trying again soon (a broker moving,
+// a missing topic, a timeout) from one that fails the same way until an
+// operator acts (a record too large for the topic, no authorization).
+func retriable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true
+}
+
+// deadLetter writes w's record to the DLQ and, once the broker acknowledged
+// it, marks it done. It holds the record's claim, so the stall skipper never
+// writes a second copy; a record the skipper finished first is left alone
+// (false). A failed write is retried for as long as the partition is ours:
+// progress is never bought with data. A retriable failure is retried with
+// backoff; one that is not holds the partition, reported in Stats and the
+// log, and is tried again every Retry.MaxInterval, until an operator acts
+// (docs/consumer.md: a dead-letter copy that cannot be written).
 func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, span trace.Span) bool {
-	rec := dlqRecord(c.cfg.DeadLetterTopic, w.rec, cause.Error(), reason, m.Attempt)
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return false // skipped as stalled: the skipper wrote its copy
+	}
+	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
 	bo.MaxInterval = c.cfg.Retry.MaxInterval
 	bo.MaxElapsedTime = 0
 	for {
 		ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
-		err := c.client.ProduceSync(ctx, rec).FirstErr()
+		err := c.dlq.write(ctx, rec)
 		cancel()
 		if err == nil {
+			w.p.markDone(w.seq)
+			w.p.dlqWritten(w.rec.Offset)
 			c.stats.deadLettered(reason)
 			l := c.recordLog(span, w)
 			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
 			return true
 		}
-		c.stats.dlqFailures.Add(1)
-		l := c.recordLog(span, w)
-		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("dead-letter write failed; retrying, partition held")
-		if !sleep(w.p, bo.NextBackOff()) {
+		wait := c.dlqFailed(w, span, err)
+		if retriable(err) {
+			wait = bo.NextBackOff()
+		}
+		if !w.p.waitRetry(w.seq, wait) {
 			return false
 		}
 	}
+}
+
+// dlqFailed counts and reports a failed DLQ write of w's record, and
+// returns the wait before the next try of a write that is not retriable.
+func (c *Consumer) dlqFailed(w *work, span trace.Span, err error) time.Duration {
+	c.stats.dlqFailures.Add(1)
+	first := w.p.dlqFailed(w.rec.Offset, err, time.Now())
+	l := c.recordLog(span, w)
+	switch {
+	case !retriable(err) && first:
+		c.stats.dlqBlocked.Add(1)
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Int("dlq_max_message_bytes", c.dlq.limit).
+			Msg("dead-letter copy cannot be written (not retriable): partition held; see PartitionStats.DeadLetterError")
+	case first:
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("dead-letter write failed; retrying, partition held")
+	default:
+		l.Debug().Err(err).Msg("dead-letter write failed again")
+	}
+	return c.cfg.Retry.MaxInterval
 }

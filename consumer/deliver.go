@@ -19,9 +19,10 @@ import (
 var ErrHandlerPanic = errors.New("consumer: handler panicked")
 
 // deliver calls the handler for w until it succeeds, the retry budget is
-// spent or the error is permanent (then the record goes to the DLQ), or the
-// partition is fenced. It reports whether the record is done: handled, or
-// durably dead-lettered.
+// spent or the error is permanent (then the record goes to the DLQ), the
+// partition is fenced, or the record was skipped as stalled meanwhile (then
+// no further attempt is made). It reports whether the handler succeeded or
+// the record was durably dead-lettered here.
 func (c *Consumer) deliver(l *lane, w *work) bool {
 	m := &w.msg
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec)}
@@ -29,11 +30,15 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	for attempt := 1; ; attempt++ {
 		m.Attempt = attempt
-		err, span := c.call(l, w, m)
+		span, err := c.call(l, w, m)
 		if err == nil {
 			tracing.EndProcess(span, nil)
 			c.stats.processed.Add(1)
 			return true
+		}
+		if w.p.isDone(w.seq) {
+			tracing.EndProcess(span, err)
+			return false // skipped as stalled while this attempt ran
 		}
 		reason := c.giveUp(err, attempt)
 		if bo == nil {
@@ -61,8 +66,8 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
 		}
 		tracing.EndProcess(span, err)
-		if !sleep(w.p, wait) {
-			return false
+		if !w.p.waitRetry(w.seq, wait) {
+			return false // fenced, or skipped as stalled while waiting
 		}
 	}
 }
@@ -86,23 +91,10 @@ func exhaustedReason(err error) string {
 	return ReasonRetriesExhausted
 }
 
-// sleep waits d, or until the partition is fenced; it reports whether the
-// full wait passed.
-func sleep(p *partition, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.fence:
-		return false
-	}
-}
-
 // call runs one handler attempt under HandlerTimeout, inside its process
 // span, turning a panic into an error. The watchdog reports an attempt that
 // outlives its timeout. The caller ends the returned span.
-func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Span) {
+func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err error) {
 	now := time.Now()
 	var actx *attemptCtx
 	if m.Attempt == 1 {
@@ -130,7 +122,7 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (err error, span trace.Spa
 			err = fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 		}
 	}()
-	return c.h.Handle(ctx, m), span
+	return span, c.h.Handle(ctx, m)
 }
 
 // noSpan is the non-recording span used when tracing is disabled.

@@ -26,24 +26,20 @@ func TestLateWorkIsFenced(t *testing.T) {
 	c.workCtx, c.cancelWork = context.WithCancel(context.Background())
 	defer c.cancelWork()
 
-	k := partKey{"t", 0}
-	old := newPartition(k, 1)
-	c.parts[k] = old
+	old := c.own.assign(map[string][]int32{"t": {0}}, 100, nil)[0]
 	rec := &kgo.Record{Topic: "t", Partition: 0, Offset: 7, Key: []byte("s")}
-	seq, _ := old.tr.fetched(7)
-	old.queued++
-	w := &work{rec: rec, p: old, seq: seq, session: "s", lane: "s"}
+	ws, _, _, _ := old.admit([]*kgo.Record{rec}, 8, nil, nil)
+	w := ws[0]
 	l := &lane{key: "s", wake: make(chan struct{}, 1)}
 
 	done := make(chan struct{})
 	go func() { defer close(done); c.process(l, w) }()
 	<-started
 
-	c.take(map[string][]int32{"t": {0}}) // revoke: fenced, dropped from the owned set
-	fresh := newPartition(k, 2)          // assigned again: a new epoch
-	c.parts[k] = fresh
-	fresh.tr.start = 7 // the new owner starts at the committed offset
-	if _, ok := fresh.tr.fetched(7); !ok {
+	c.own.release(c.own.lookup(map[string][]int32{"t": {0}})) // revoked: fenced, no longer owned
+	fresh := c.own.assign(map[string][]int32{"t": {0}}, 100, nil)[0] // assigned again: a new epoch
+	fresh.resume(7, nil, "")                                          // the new owner starts at the committed offset
+	if ws, _, _, _ := fresh.admit([]*kgo.Record{rec}, 8, nil, nil); len(ws) != 1 {
 		t.Fatal("new assignment refused offset 7")
 	}
 
@@ -60,7 +56,7 @@ func TestLateWorkIsFenced(t *testing.T) {
 	default:
 		t.Fatal("old assignment not drained after its last handler returned")
 	}
-	if owned := c.ownedAll(); len(owned) != 1 || owned[0] != fresh {
+	if owned := c.own.all(); len(owned) != 1 || owned[0] != fresh {
 		t.Fatal("owned set does not hold exactly the new assignment")
 	}
 }

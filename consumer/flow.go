@@ -6,10 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// flow applies pause and resume decisions to the client. Decisions are made
-// under each partition's mutex (the wanted state, partition.paused) by the
-// poll loop when a partition fills and by lanes when it drains; flow then
-// applies the latest wanted state of every partition marked dirty. Applying
+// flow applies pause and resume decisions to the client. Partitions decide
+// (partition.settleLocked, on every change of what they hold) and mark
+// themselves dirty when the wanted state flips; flow then applies the latest
+// wanted state of every partition marked dirty. Applying
 // the latest state is idempotent, so racing decisions converge, and no
 // client call is ever made while holding a partition's mutex. Rebalances
 // clear the pause state of the partitions they move through reset, under
@@ -28,17 +28,8 @@ func newFlow() *flow {
 	return &flow{dirty: map[*partition]struct{}{}, poke: make(chan struct{}, 1)}
 }
 
-// releaseLocked is called by a lane with p.mu held after a record left the
-// partition; it reports whether p should resume (at or below half the
-// bound). The caller then calls mark(p) without the lock.
-func releaseLocked(p *partition, max int) bool {
-	if p.paused && !p.fenced && p.queued+p.running <= max/2 {
-		p.paused = false
-		return true
-	}
-	return false
-}
-
+// mark asks for p's wanted fetch state to be applied; partitions call it
+// when that state flips.
 func (f *flow) mark(p *partition) {
 	f.mu.Lock()
 	f.dirty[p] = struct{}{}
@@ -62,10 +53,8 @@ func (f *flow) apply() {
 	f.dirty = map[*partition]struct{}{}
 	f.mu.Unlock()
 	for p := range dirty {
-		p.mu.Lock()
-		paused, fenced := p.paused, p.fenced
-		p.mu.Unlock()
-		if fenced {
+		paused, active := p.fetchState()
+		if !active {
 			continue
 		}
 		tp := map[string][]int32{p.key.topic: {p.key.partition}}

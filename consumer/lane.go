@@ -131,29 +131,8 @@ func (s *shard) run(l *lane) {
 // process runs one record through the handler (with retries and, when
 // needed, the DLQ) and reports the outcome to its partition.
 func (c *Consumer) process(l *lane, w *work) {
-	p := w.p
-	p.mu.Lock()
-	p.queued--
-	if p.fenced || p.tr.isDone(w.seq) {
-		p.mu.Unlock()
-		return // revoked or stopping (the next owner reads it again), or skipped as stalled
+	if !w.p.start(w.seq) {
+		return // fenced (the next owner reads it again), or skipped as stalled
 	}
-	p.running++
-	p.mu.Unlock()
-
-	done := c.deliver(l, w)
-
-	p.mu.Lock()
-	if done {
-		p.tr.done(w.seq)
-	}
-	p.running--
-	if p.fenced && p.running == 0 {
-		close(p.drained)
-	}
-	resume := releaseLocked(p, c.cfg.MaxBufferedRecords)
-	p.mu.Unlock()
-	if resume {
-		c.flow.mark(p)
-	}
+	w.p.finish(w.seq, c.deliver(l, w))
 }

@@ -14,21 +14,8 @@ import (
 // that record so the partition moves on. It runs on the watchdog goroutine;
 // the hot path pays nothing for it (the watchdog samples watermarks).
 func (c *Consumer) checkStalls(now time.Time) {
-	for _, p := range c.ownedAll() {
-		p.mu.Lock()
-		wm := p.tr.watermark()
-		if wm != p.lastWM || p.tr.pending() == 0 {
-			p.lastWM, p.movedAt, p.stalled = wm, now, false
-			p.mu.Unlock()
-			continue
-		}
-		held, _ := p.tr.heldBy()
-		fresh := !p.stalled && now.Sub(p.movedAt) >= c.cfg.StallTimeout
-		if fresh {
-			p.stalled = true
-		}
-		stalled := p.stalled
-		p.mu.Unlock()
+	for _, p := range c.own.all() {
+		held, stalled, fresh, since := p.stallCheck(now, c.cfg.StallTimeout)
 		if !stalled {
 			continue
 		}
@@ -36,14 +23,14 @@ func (c *Consumer) checkStalls(now time.Time) {
 		if fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-				Int64("offset", held).Dur("stalled_for", now.Sub(p.movedAt))
+				Int64("offset", held).Dur("stalled_for", now.Sub(since))
 			if w != nil {
 				ev = ev.Str("session", w.session).Int("attempts", attempt)
 			}
 			ev.Msg("partition stalled: its watermark has not moved for StallTimeout")
 		}
-		if c.cfg.SkipStalled && w != nil && c.cfg.DeadLetterTopic != "" {
-			c.skipStalled(p, w, l, attempt)
+		if c.cfg.SkipStalled && w != nil && c.dlq != nil {
+			c.skipStalled(w, l)
 		}
 	}
 }
@@ -71,22 +58,35 @@ func (c *Consumer) holder(p *partition, held int64) (*work, *lane, int) {
 }
 
 // skipStalled writes the stalled record to the DLQ with reason "stalled"
-// and, once acknowledged, counts its offset done. A failed write is tried
-// again at the next check. The lane keeps waiting for a running handler.
-func (c *Consumer) skipStalled(p *partition, w *work, l *lane, attempt int) {
-	rec := dlqRecord(c.cfg.DeadLetterTopic, w.rec, "stalled: watermark held past StallTimeout", ReasonStalled, attempt)
+// and, once acknowledged, marks it done, so the partition moves on. It
+// holds the record's claim: when its lane is writing a copy of its own,
+// this check does nothing. The lane learns that its record is done: it
+// makes no further attempt and takes the session's next message once the
+// handler under way (if any) returns. A failed write is tried again at the
+// next check.
+func (c *Consumer) skipStalled(w *work, l *lane) {
+	if !w.claim.TryLock() {
+		return
+	}
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return
+	}
+	attempt := 0
+	if l != nil && l.cur.Load() == w {
+		attempt = int(l.attempt.Load())
+	}
+	rec := c.dlq.record(w.rec, "stalled: watermark held past StallTimeout", ReasonStalled, attempt)
 	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
 	defer cancel()
-	if err := c.client.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := c.dlq.write(ctx, rec); err != nil {
 		c.stats.dlqFailures.Add(1)
+		w.p.dlqFailed(w.rec.Offset, err, time.Now())
 		c.log().Error().Err(err).Int64("offset", w.rec.Offset).Msg("stalled record: dead-letter write failed; will retry")
 		return
 	}
-	p.mu.Lock()
-	if !p.fenced {
-		p.tr.done(w.seq)
-	}
-	p.mu.Unlock()
+	w.p.markDone(w.seq)
+	w.p.dlqWritten(w.rec.Offset)
 	c.stats.deadLettered(ReasonStalled)
 	if l != nil {
 		if ref := l.span.Load(); ref != nil && l.cur.Load() == w {

@@ -24,6 +24,13 @@ type Stats struct {
 	DeadLetteredByReason map[string]int64
 	// DeadLetterFailures counts failed DLQ writes (each was retried).
 	DeadLetterFailures int64
+	// DeadLetterBlocked counts records whose dead-letter copy failed with
+	// an error that is not retriable (too large for the DLQ topic, not
+	// authorized): each holds its partition until an operator acts.
+	DeadLetterBlocked int64
+	// Truncations counts fetches that found their partition's log
+	// truncated (offsets reused after an unclean leader election).
+	Truncations int64
 	// Filtered counts records dropped by Config.Filter.
 	Filtered int64
 	// SkippedDone counts records skipped because the commit metadata said
@@ -72,6 +79,16 @@ type PartitionStats struct {
 	// Stalled reports whether the watermark has been held by one record
 	// for StallTimeout or longer.
 	Stalled bool
+	// Draining reports that the partition is being revoked or shut down:
+	// it starts nothing more and waits for its running handlers.
+	Draining bool
+	// DeadLetterBlockedAt is the offset of a record held here because its
+	// dead-letter copy cannot be written (-1: none); DeadLetterError is the
+	// last error of that write and DeadLetterBlockedFor how long it has
+	// failed.
+	DeadLetterBlockedAt  int64
+	DeadLetterError      string
+	DeadLetterBlockedFor time.Duration
 	// WatermarkAge is how long the watermark has not moved while records
 	// are pending (0 when nothing is pending). Sampled by the watchdog, so
 	// accurate to its interval (at most a second).
@@ -87,6 +104,8 @@ type counters struct {
 	panics         atomic.Int64
 	slowHandlers   atomic.Int64
 	dlqFailures    atomic.Int64
+	dlqBlocked     atomic.Int64
+	truncations    atomic.Int64
 	rebalances     atomic.Int64
 	stalls         atomic.Int64
 	commits        atomic.Int64
@@ -117,6 +136,8 @@ func (c *Consumer) Stats() Stats {
 		Processed:          s.processed.Load(),
 		Retries:            s.retries.Load(),
 		DeadLetterFailures: s.dlqFailures.Load(),
+		DeadLetterBlocked:  s.dlqBlocked.Load(),
+		Truncations:        s.truncations.Load(),
 		Filtered:           s.filtered.Load(),
 		SkippedDone:        s.skippedDone.Load(),
 		Panics:             s.panics.Load(),
@@ -136,8 +157,9 @@ func (c *Consumer) Stats() Stats {
 		out.DeadLetteredByReason[k] = v
 	}
 	s.dlqMu.Unlock()
-	for _, p := range c.ownedAll() {
-		out.Partitions = append(out.Partitions, p.stats())
+	now := time.Now()
+	for _, p := range c.own.all() {
+		out.Partitions = append(out.Partitions, p.stats(now))
 	}
 	sort.Slice(out.Partitions, func(i, j int) bool {
 		a, b := out.Partitions[i], out.Partitions[j]
@@ -147,21 +169,4 @@ func (c *Consumer) Stats() Stats {
 		return a.Partition < b.Partition
 	})
 	return out
-}
-
-func (p *partition) stats() PartitionStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ps := PartitionStats{
-		Topic: p.key.topic, Partition: p.key.partition,
-		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
-		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
-	}
-	if ps.Pending > 0 && p.lastWM == ps.Watermark {
-		ps.WatermarkAge = time.Since(p.movedAt)
-	}
-	if p.hwm >= 0 && ps.Watermark >= 0 {
-		ps.Lag = max(p.hwm-ps.Watermark, 0)
-	}
-	return ps
 }

@@ -29,6 +29,7 @@ type tracker struct {
 type slot struct {
 	offset int64
 	done   bool
+	gone   bool // retired by a truncation: done, but not a completed record
 }
 
 func newTracker() tracker {
@@ -36,11 +37,16 @@ func newTracker() tracker {
 }
 
 // fetched records a newly fetched offset and returns its sequence number,
-// to be passed to done. Offsets must be increasing; an offset at or below the
-// newest one is a duplicate delivery and is reported with ok == false.
-func (t *tracker) fetched(offset int64) (seq uint64, ok bool) {
+// to be passed to done. Offsets arrive in increasing order. An offset at or
+// below the newest one means the log was truncated (an unclean leader
+// election made the broker reuse offsets): the records fetched at or above
+// it are gone from the log, so their slots are retired (count as done, are
+// never reported as completed) and the reused offsets are tracked, and
+// handled, as the new records they are. cut reports such a truncation.
+func (t *tracker) fetched(offset int64) (seq uint64, cut bool) {
 	if t.next >= 0 && offset < t.next {
-		return 0, false
+		t.truncate(offset)
+		cut = true
 	}
 	if t.tail-t.head == uint64(len(t.slots)) {
 		t.grow()
@@ -50,7 +56,18 @@ func (t *tracker) fetched(offset int64) (seq uint64, ok bool) {
 	t.tail++
 	t.next = offset + 1
 	t.version++
-	return seq, true
+	return seq, cut
+}
+
+// truncate retires every slot at or above offset.
+func (t *tracker) truncate(offset int64) {
+	mask := uint64(len(t.slots) - 1)
+	for s := t.head; s < t.tail; s++ {
+		if sl := &t.slots[s&mask]; sl.offset >= offset {
+			sl.done, sl.gone = true, true
+		}
+	}
+	t.advance()
 }
 
 // done marks the record with sequence number seq finished and advances the
@@ -66,6 +83,12 @@ func (t *tracker) done(seq uint64) {
 	}
 	t.slots[seq&mask].done = true
 	t.version++
+	t.advance()
+}
+
+// advance moves the head over finished slots.
+func (t *tracker) advance() {
+	mask := uint64(len(t.slots) - 1)
 	for t.head < t.tail && t.slots[t.head&mask].done {
 		t.head++
 	}
@@ -106,7 +129,7 @@ func (t *tracker) heldBy() (int64, bool) {
 func (t *tracker) doneAbove(fn func(offset int64)) {
 	mask := uint64(len(t.slots) - 1)
 	for s := t.head; s < t.tail; s++ {
-		if sl := t.slots[s&mask]; sl.done {
+		if sl := t.slots[s&mask]; sl.done && !sl.gone {
 			fn(sl.offset)
 		}
 	}

@@ -16,9 +16,9 @@ func TestTrackerWatermark(t *testing.T) {
 	}
 	seqs := map[int64]uint64{}
 	for o := int64(100); o <= 104; o++ {
-		s, ok := tr.fetched(o)
-		if !ok {
-			t.Fatalf("fetched(%d) refused", o)
+		s, cut := tr.fetched(o)
+		if cut {
+			t.Fatalf("fetched(%d) reported a truncation", o)
 		}
 		seqs[o] = s
 	}
@@ -64,20 +64,54 @@ func TestTrackerGaps(t *testing.T) {
 	}
 }
 
-func TestTrackerDuplicatesAndRepeats(t *testing.T) {
+func TestTrackerRepeats(t *testing.T) {
 	tr := newTracker()
 	s, _ := tr.fetched(5)
-	if _, ok := tr.fetched(5); ok {
-		t.Fatal("refetch of offset 5 accepted")
-	}
-	if _, ok := tr.fetched(3); ok {
-		t.Fatal("older offset accepted")
-	}
 	tr.done(s)
 	tr.done(s)      // twice: no effect
 	tr.done(s + 10) // unknown: no effect
 	if got := tr.watermark(); got != 6 {
 		t.Fatalf("watermark %d, want 6", got)
+	}
+}
+
+// TestLogTruncation: after an unclean leader election the broker reuses
+// offsets. Records fetched at or above the reused offset are gone from the
+// log: they no longer hold the watermark and are never reported as
+// completed (which would skip the new records at those offsets after a
+// restart); the reused offsets are tracked, and run, as new records.
+func TestLogTruncation(t *testing.T) {
+	tr := newTracker()
+	var seqs []uint64
+	for o := int64(0); o < 10; o++ {
+		s, cut := tr.fetched(o)
+		if cut {
+			t.Fatalf("fetched(%d) reported a truncation", o)
+		}
+		seqs = append(seqs, s)
+	}
+	tr.done(seqs[0])
+	tr.done(seqs[1])
+	tr.done(seqs[8]) // done above the watermark, then truncated away
+	// offsets 2..9 unfinished; the log is cut back to 6 and 6.. reused
+	s6, cut := tr.fetched(6)
+	if !cut {
+		t.Fatal("fetched(6) after 9 not reported as a truncation")
+	}
+	tr.doneAbove(func(o int64) { t.Fatalf("offset %d reported completed; nothing above the watermark is", o) })
+	if got := tr.watermark(); got != 2 {
+		t.Fatalf("watermark %d, want 2 (held by the unfinished offset 2)", got)
+	}
+	for _, s := range seqs[2:6] {
+		tr.done(s)
+	}
+	if got := tr.watermark(); got != 6 {
+		t.Fatalf("watermark %d, want 6 (the reused offset, not yet done)", got)
+	}
+	tr.done(seqs[9]) // the old record at 9 finishing late changes nothing
+	tr.done(s6)
+	if got := tr.watermark(); got != 7 {
+		t.Fatalf("watermark %d, want 7", got)
 	}
 }
 
@@ -126,9 +160,9 @@ func FuzzTracker(f *testing.F) {
 		for i := 0; i < int(n); i++ {
 			if rng.IntN(3) > 0 || len(model) == 0 {
 				offset += 1 + rng.Int64N(3) // gaps
-				s, ok := tr.fetched(offset)
-				if !ok {
-					t.Fatalf("fetched(%d) refused", offset)
+				s, cut := tr.fetched(offset)
+				if cut {
+					t.Fatalf("fetched(%d) reported a truncation", offset)
 				}
 				model = append(model, &rec{offset: offset, seq: s})
 			} else {

@@ -72,9 +72,7 @@ func crashAfterOutOfOrder(t *testing.T, disableMeta bool, want int) map[int64]in
 		if len(ps) != 1 || ps[0].Committed != 2 {
 			return false
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, p := range c.parts {
+		for _, p := range c.own.all() {
 			p.mu.Lock()
 			meta := p.committedMeta
 			p.mu.Unlock()

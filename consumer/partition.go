@@ -1,0 +1,363 @@
+package consumer
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// partition is the state of one partition for one assignment of it, and
+// the rules over that state. Every field below mu is written only by the
+// methods in this file, under mu; each method that changes what the
+// partition holds ends in settle, which decides pause and resume from the
+// state itself, so no path can leave a partition paused with little held or
+// running unbounded with much held.
+//
+// Its life (docs/design.md has the table):
+//
+//	active ──fence──► fenced ──(running == 0)──► drained
+//	   │                 │
+//	   └──────release────┴──► released: owned no more; nothing is committed
+//
+// A new assignment gets a new partition value (a new epoch), so work that
+// finishes after its partition was revoked only ever touches the old value:
+// the fence by assignment.
+type partition struct {
+	key    partKey
+	epoch  uint64
+	max    int              // MaxBufferedRecords: pause at max held, resume at max/2
+	notify func(*partition) // told, outside mu, when the wanted fetch state flips
+
+	mu       sync.Mutex
+	tr       tracker
+	queued   int  // records handed to lanes, not started
+	running  int  // records whose handler (or DLQ write) is under way
+	paused   bool // wanted fetch state; the flow controller applies it
+	fenced   bool // revoked, lost or shutting down: start nothing more
+	released bool // no longer owned: never commit
+	fence    chan struct{}
+	drained  chan struct{} // closed once fenced and running == 0
+	marked   chan struct{} // closed and replaced by markDone
+	hwm      int64         // end offset from the latest fetch or listing; -1 unknown
+
+	committed        int64   // last offset committed by this assignment; -1 none
+	committedMeta    string  // metadata of the last commit
+	committedVersion uint64  // tracker version the last commit (or check) covered
+	prior            skipper // offsets completed before this assignment
+
+	lastWM  int64     // watermark at the last stall check
+	movedAt time.Time // when the stall check last saw it move
+	stalled bool
+
+	dlqErr  string    // the last failed dead-letter write of a record held here
+	dlqHeld int64     // the offset it was for; -1 none
+	dlqAt   time.Time // when that write first failed
+}
+
+func newPartition(k partKey, epoch uint64, max int, notify func(*partition)) *partition {
+	return &partition{
+		key: k, epoch: epoch, max: max, notify: notify, tr: newTracker(),
+		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
+		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(), dlqHeld: -1,
+	}
+}
+
+// settleLocked sets the wanted fetch state from what the partition holds:
+// paused once the records held (fetched and not yet behind the watermark:
+// queued, running, or done above an unfinished one) reach max, resumed once
+// they fall to max/2. It reports whether the wanted state flipped. p.mu held.
+func (p *partition) settleLocked() bool {
+	held := p.tr.pending()
+	switch {
+	case !p.paused && held >= p.max:
+		p.paused = true
+	case p.paused && held <= p.max/2:
+		p.paused = false
+	default:
+		return false
+	}
+	return true
+}
+
+// unlock releases p.mu and tells the flow controller when flipped.
+func (p *partition) unlock(flipped bool) {
+	p.mu.Unlock()
+	if flipped && p.notify != nil {
+		p.notify(p)
+	}
+}
+
+// admit registers one fetch's records, in offset order, and appends the
+// ones to run to out. drop holds Filter's verdicts (nil: keep all).
+// Records the commit metadata lists as completed, and filtered ones, are
+// done at once. A fenced partition admits nothing: its next owner reads the
+// records again.
+func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, out []*work) (_ []*work, filtered, prior, truncated int) {
+	p.mu.Lock()
+	if p.fenced {
+		p.mu.Unlock()
+		return out, 0, 0, 0
+	}
+	p.hwm = hwm
+	for i, r := range recs {
+		seq, cut := p.tr.fetched(r.Offset)
+		if cut {
+			truncated++
+		}
+		switch {
+		case p.prior.done(r.Offset):
+			p.tr.done(seq)
+			prior++
+		case drop != nil && drop[i]:
+			p.tr.done(seq)
+			filtered++
+		default:
+			p.queued++
+			out = append(out, &work{rec: r, p: p, seq: seq})
+		}
+	}
+	p.unlock(p.settleLocked())
+	return out, filtered, prior, truncated
+}
+
+// start moves a queued record to running. It reports false, and the record
+// leaves the partition, when the partition is fenced or the record is done
+// already (skipped as stalled while it waited).
+func (p *partition) start(seq uint64) bool {
+	p.mu.Lock()
+	p.queued--
+	ok := !p.fenced && !p.tr.isDone(seq)
+	if ok {
+		p.running++
+	}
+	p.unlock(p.settleLocked())
+	return ok
+}
+
+// finish ends a running record; done says whether it is handled or durably
+// dead-lettered (false: fenced before it was, the next owner runs it).
+func (p *partition) finish(seq uint64, done bool) {
+	p.mu.Lock()
+	if done {
+		p.tr.done(seq) // also while fenced: the drain commits it
+	}
+	p.running--
+	if p.fenced && p.running == 0 {
+		close(p.drained)
+	}
+	p.unlock(p.settleLocked())
+}
+
+// markDone marks a record done once its dead-letter copy is acknowledged,
+// by its lane or by the stall skipper (under the record's claim). Sleeping
+// retries of the partition's records wake up (see waitRetry): a lane whose
+// record was skipped as stalled learns at once.
+func (p *partition) markDone(seq uint64) {
+	p.mu.Lock()
+	p.tr.done(seq)
+	close(p.marked)
+	p.marked = make(chan struct{})
+	p.unlock(p.settleLocked())
+}
+
+// isDone reports whether the record is done (by its lane or as stalled).
+func (p *partition) isDone(seq uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tr.isDone(seq)
+}
+
+// waitRetry waits d before the next attempt at record seq. It reports
+// false, early, when the partition is fenced or the record got done
+// meanwhile (skipped as stalled): no further attempt is to be made.
+func (p *partition) waitRetry(seq uint64, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		done, marked := p.tr.isDone(seq), p.marked
+		p.mu.Unlock()
+		if done {
+			return false
+		}
+		select {
+		case <-t.C:
+			return true
+		case <-marked:
+		case <-p.fence:
+			return false
+		}
+	}
+}
+
+// stopStarting fences the partition: nothing more starts, running work
+// finishes (see drained). Idempotent.
+func (p *partition) stopStarting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fenced {
+		return
+	}
+	p.fenced = true
+	close(p.fence)
+	if p.running == 0 {
+		close(p.drained)
+	}
+}
+
+// release ends ownership: the partition is fenced and never committed
+// again. Called by owners only (owners.go), under the commit lock.
+func (p *partition) release() {
+	p.stopStarting()
+	p.mu.Lock()
+	p.released = true
+	p.mu.Unlock()
+}
+
+// fetchState is the fetch state the flow controller should apply; active is
+// false once the partition is fenced (rebalances reset its fetch state).
+func (p *partition) fetchState() (paused, active bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused, !p.fenced
+}
+
+// pausedNow reports whether fetching is wanted paused (for lag refreshes).
+func (p *partition) pausedNow() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused && !p.fenced
+}
+
+// raiseHWM records an end offset listed while the partition is paused.
+func (p *partition) raiseHWM(end int64) {
+	p.mu.Lock()
+	p.hwm = max(p.hwm, end)
+	p.mu.Unlock()
+}
+
+// commitPoint is what one commit says for one partition.
+type commitPoint struct {
+	offset  int64  // the watermark: the next offset to read
+	meta    string // completed offsets above it (metadata.go)
+	version uint64 // the tracker version it covers
+}
+
+// toCommit returns what to commit, or false when the partition is
+// released or its last commit already says everything (metaMax 0: no
+// completed offsets in the metadata). The offset may also move down: after
+// a log truncation the watermark falls below the last commit.
+func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released || p.tr.version == p.committedVersion {
+		return commitPoint{}, false
+	}
+	cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
+	if metaMax > 0 {
+		cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
+	}
+	if cp.offset < 0 || (cp.offset == p.committed && cp.meta == p.committedMeta) {
+		p.committedVersion = cp.version // the last commit already says all of it
+		return commitPoint{}, false
+	}
+	return cp, true
+}
+
+// committedAt records a commit the broker acknowledged.
+func (p *partition) committedAt(cp commitPoint) {
+	p.mu.Lock()
+	p.committed, p.committedMeta, p.committedVersion = cp.offset, cp.meta, cp.version
+	p.mu.Unlock()
+}
+
+// resume sets the position a new assignment starts from: the group's
+// committed offset, with the offsets its metadata lists as completed above
+// it (prior; meta is that metadata, "" when not trusted).
+func (p *partition) resume(at int64, prior []offRange, meta string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.committed, p.tr.start = at, at
+	if prior != nil {
+		p.prior, p.committedMeta = skipper{rs: prior}, meta
+	}
+}
+
+// startAt sets the position of a partition the group has no commit for
+// (where the reset policy puts it), and makes it due for a commit: a
+// partition that never returns a record must still hand its position on,
+// or its next owner resets again and skips what was produced meanwhile.
+func (p *partition) startAt(offset int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tr.next < 0 && p.committed < 0 {
+		p.tr.start = offset
+		p.tr.version++
+	}
+}
+
+// stallCheck samples the watermark for the stall watch: held is the offset
+// holding it (ok false: nothing pending), stalled whether it has not moved
+// for timeout, fresh whether this check is the first to see that.
+func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64, stalled, fresh bool, since time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wm := p.tr.watermark()
+	held, pending := p.tr.heldBy()
+	if wm != p.lastWM || !pending || p.fenced {
+		p.lastWM, p.movedAt, p.stalled = wm, now, false
+		return 0, false, false, now
+	}
+	fresh = !p.stalled && now.Sub(p.movedAt) >= timeout
+	p.stalled = p.stalled || fresh
+	return held, p.stalled, fresh, p.movedAt
+}
+
+// dlqFailed records that the dead-letter copy of the record at offset could
+// not be written; it reports whether this is the first failure for it.
+func (p *partition) dlqFailed(offset int64, err error, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dlqErr = err.Error()
+	if p.dlqHeld == offset {
+		return false
+	}
+	p.dlqHeld, p.dlqAt = offset, now
+	return true
+}
+
+// dlqWritten clears the failure recorded for offset.
+func (p *partition) dlqWritten(offset int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dlqHeld == offset {
+		p.dlqHeld, p.dlqErr = -1, ""
+	}
+}
+
+func (p *partition) stats(now time.Time) PartitionStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := PartitionStats{
+		Topic: p.key.topic, Partition: p.key.partition,
+		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
+		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
+		Draining: p.fenced, DeadLetterBlockedAt: p.dlqHeld, DeadLetterError: p.dlqErr,
+	}
+	if ps.Pending > 0 && p.lastWM == ps.Watermark {
+		ps.WatermarkAge = now.Sub(p.movedAt)
+	}
+	if p.dlqHeld >= 0 {
+		ps.DeadLetterBlockedFor = now.Sub(p.dlqAt)
+	}
+	if p.hwm >= 0 && ps.Watermark >= 0 {
+		ps.Lag = max(p.hwm-ps.Watermark, 0)
+	}
+	return ps
+}
