@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -118,7 +119,9 @@ func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
 	for _, p := range parts {
 		if p.pausedNow() {
 			paused[p.key] = p
-			topics = append(topics, p.key.topic)
+			if !slices.Contains(topics, p.key.topic) {
+				topics = append(topics, p.key.topic)
+			}
 		}
 	}
 	if len(paused) == 0 {

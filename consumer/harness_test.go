@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -79,8 +80,20 @@ func (e *env) produce(topic string, sessions []string, perSession int) {
 	}
 }
 
+// testLogger writes lanes' log to stderr when LANES_TEST_LOG is set (to a
+// zerolog level: debug, info, warn).
+func testLogger() *zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(os.Getenv("LANES_TEST_LOG"))
+	if err != nil || os.Getenv("LANES_TEST_LOG") == "" {
+		return nil
+	}
+	l := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(lvl).With().Timestamp().Logger()
+	return &l
+}
+
 func (e *env) config(group string, topics ...string) Config {
 	return Config{
+		Logger:  testLogger(),
 		Brokers: e.addrs, Group: group, Topics: topics, DeadLetterTopic: "dlq",
 		CommitInterval: 50 * time.Millisecond,
 		Retry:          RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -65,9 +66,11 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 	if len(parts) == 0 {
 		return
 	}
-	topics := make([]string, 0, len(parts))
+	var topics []string
 	for _, p := range parts {
-		topics = append(topics, p.key.topic)
+		if !slices.Contains(topics, p.key.topic) {
+			topics = append(topics, p.key.topic)
+		}
 	}
 	list := adm.ListStartOffsets
 	if c.cfg.StartOffset == StartLatest {
