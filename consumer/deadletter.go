@@ -122,9 +122,15 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-// write produces rec and waits for the broker's acknowledgement.
+// write produces a copy of rec and waits for the broker's
+// acknowledgement. A copy, because the client keeps the context of the
+// first write in a record it is given (Record.Context): a record written
+// again after a failed write would carry that write's cancelled context and
+// fail at once, forever (a DLQ topic created after the consumer started
+// was never written to).
 func (d *deadLetters) write(ctx context.Context, rec *kgo.Record) error {
-	return d.client.ProduceSync(ctx, rec).FirstErr()
+	r := *rec
+	return d.client.ProduceSync(ctx, &r).FirstErr()
 }
 
 // close flushes what is buffered (bounded by ctx) and closes the client.
