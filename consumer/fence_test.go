@@ -36,9 +36,9 @@ func TestLateWorkIsFenced(t *testing.T) {
 	go func() { defer close(done); c.process(l, w) }()
 	<-started
 
-	c.own.release(c.own.lookup(map[string][]int32{"t": {0}})) // revoked: fenced, no longer owned
+	c.own.release(c.own.lookup(map[string][]int32{"t": {0}}))        // revoked: fenced, no longer owned
 	fresh := c.own.assign(map[string][]int32{"t": {0}}, 100, nil)[0] // assigned again: a new epoch
-	fresh.resume(7, nil, "")                                          // the new owner starts at the committed offset
+	fresh.resume(7, nil, "")                                         // the new owner starts at the committed offset
 	if ws, _, _, _ := fresh.admit([]*kgo.Record{rec}, 8, nil, nil); len(ws) != 1 {
 		t.Fatal("new assignment refused offset 7")
 	}

@@ -109,6 +109,7 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, out []*wor
 		seq, cut := p.tr.fetched(r.Offset)
 		if cut {
 			truncated++
+			p.prior = skipper{} // it described the log before the truncation
 		}
 		switch {
 		case p.prior.done(r.Offset):
