@@ -29,6 +29,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/lanesdev/lanes/lanestest v0.1.0
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -54,3 +55,5 @@ replace (
 	github.com/lanesdev/lanes/producer => ../../producer
 	github.com/lanesdev/lanes/tracing => ../../tracing
 )
+
+replace github.com/lanesdev/lanes/lanestest => ../../lanestest

@@ -1,25 +1,25 @@
 package main
 
 import (
+	stdzip "archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"golang.org/x/mod/module"
-	"golang.org/x/mod/semver"
 	"golang.org/x/mod/zip"
 )
 
 // check serves every released module of the checkout from a module-proxy
-// folder at version (go.mod files as committed, exactly what tags
-// <module>/<version> at this commit would serve), then, in a fresh module
+// folder at version, as tags <module>/<version> would serve them after
+// `make release` (see buildProxy), then, in a fresh module
 // outside the workspace, gets consumer, producer and lanestest at version,
 // builds a program that uses them and runs it: one message sent and
 // handled on the embedded broker.
@@ -125,91 +125,75 @@ func modPath(mods []*modDir, dir string) string {
 	return ""
 }
 
-// buildProxy writes a GOPROXY folder: every released module at version,
-// from the checkout. A sibling requirement at another release version R is
-// served from the tag <module>/R when the repository has it; without the
-// tag (no release was tagged here yet) the checkout stands in for it.
-// Pseudo-versions, such as a placeholder, are never served: no tag can
-// make one.
+// buildProxy writes a GOPROXY folder with every released module at
+// version, from the checkout, its go.mod as `make release` would commit it:
+// every sibling requirement at a release version moved to version. Any
+// other requirement, such as a placeholder pseudo-version, stays as it is
+// and is not served: no tag can make it.
 func buildProxy(root, proxy string, mods []*modDir, version string) error {
-	serve := map[string]map[string]bool{} // module dir → versions
-	for _, m := range mods {
-		if m.released() {
-			serve[m.Dir] = map[string]bool{version: true}
-		}
-	}
-	for _, m := range mods {
-		for path, v := range siblings(m, mods) {
-			for _, s := range mods {
-				if s.Path == path && isRelease(v) && s.released() {
-					if semver.Compare(v, version) > 0 {
-						return fmt.Errorf("%s requires %s %s, newer than the candidate %s", m.Dir, path, v, version)
-					}
-					serve[s.Dir][v] = true
-				}
-			}
-		}
-	}
 	for _, m := range mods {
 		if !m.released() {
 			continue
 		}
-		var list []string
-		for v := range serve[m.Dir] {
-			list = append(list, v)
-		}
-		sort.Slice(list, func(i, j int) bool { return semver.Compare(list[i], list[j]) < 0 })
-		for _, v := range list {
-			from, err := serveModule(root, proxy, m, v, v == version)
-			if err != nil {
-				return fmt.Errorf("serve %s %s: %w", m.Path, v, err)
-			}
-			fmt.Printf("proxy: %s %s from %s\n", m.Path, v, from)
-		}
-		if err := writeFile(proxy, m.Path, "list", []byte(strings.Join(list, "\n")+"\n")); err != nil {
+		modData, changes, err := rewrite(m, mods, version, isRelease)
+		if err != nil {
 			return err
 		}
+		var dirZip bytes.Buffer
+		mv := module.Version{Path: m.Path, Version: version}
+		if err := zip.CreateFromDir(&dirZip, mv, filepath.Join(root, filepath.FromSlash(m.Dir))); err != nil {
+			return fmt.Errorf("zip %s: %w", m.Dir, err)
+		}
+		zipped, err := replaceGoMod(dirZip.Bytes(), mv, modData)
+		if err != nil {
+			return err
+		}
+		info, _ := json.Marshal(struct {
+			Version string
+			Time    time.Time
+		}{version, time.Now().UTC().Truncate(time.Second)})
+		files := map[string][]byte{"list": []byte(version + "\n"), version + ".info": info,
+			version + ".mod": modData, version + ".zip": zipped}
+		for name, data := range files {
+			if err := writeFile(proxy, m.Path, name, data); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("proxy: %s %s (%d sibling requirements moved to %s)\n", m.Path, version, len(changes), version)
 	}
 	return nil
 }
 
-// serveModule writes the .info, .mod and .zip of m at v and says where the
-// files came from.
-func serveModule(root, proxy string, m *modDir, v string, candidate bool) (string, error) {
-	mv := module.Version{Path: m.Path, Version: v}
-	tag := m.Dir + "/" + v
-	from := "the checkout"
-	var zipped bytes.Buffer
-	var modData []byte
-	if !candidate && exec.Command("git", "-C", root, "rev-parse", "-q", "--verify", "refs/tags/"+tag).Run() == nil {
-		from = "tag " + tag
-		if err := zip.CreateFromVCS(&zipped, mv, root, tag, m.Dir); err != nil {
-			return "", err
-		}
-		out, err := exec.Command("git", "-C", root, "show", tag+":"+m.Dir+"/go.mod").Output()
+// replaceGoMod returns the module zip z with its go.mod replaced by data.
+func replaceGoMod(z []byte, mv module.Version, data []byte) ([]byte, error) {
+	r, err := stdzip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	w := stdzip.NewWriter(&out)
+	for _, f := range r.File {
+		dst, err := w.Create(f.Name)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		modData = out
-	} else {
-		if !candidate {
-			from += " (no tag " + tag + ")"
+		if f.Name == mv.Path+"@"+mv.Version+"/go.mod" {
+			_, err = dst.Write(data)
+		} else {
+			var src io.ReadCloser
+			if src, err = f.Open(); err == nil {
+				_, err = io.Copy(dst, src)
+				src.Close()
+			}
 		}
-		if err := zip.CreateFromDir(&zipped, mv, filepath.Join(root, filepath.FromSlash(m.Dir))); err != nil {
-			return "", err
-		}
-		modData = m.Data
-	}
-	info, _ := json.Marshal(struct {
-		Version string
-		Time    time.Time
-	}{v, time.Now().UTC().Truncate(time.Second)})
-	for ext, data := range map[string][]byte{"info": info, "mod": modData, "zip": zipped.Bytes()} {
-		if err := writeFile(proxy, m.Path, v+"."+ext, data); err != nil {
-			return "", err
+		if err != nil {
+			return nil, err
 		}
 	}
-	return from, nil
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 func writeFile(proxy, path, name string, data []byte) error {

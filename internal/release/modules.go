@@ -111,16 +111,17 @@ func dependencyOrder(mods []*modDir) ([]*modDir, error) {
 	return out, nil
 }
 
-// rewrite returns m's go.mod with every sibling requirement at version, and
-// a line per requirement it changed. Replace directives stay.
-func rewrite(m *modDir, all []*modDir, version string) ([]byte, []string, error) {
+// rewrite returns m's go.mod with every sibling requirement whose current
+// version passes move moved to version (nil move: every one), and a line per
+// requirement it changed. Replace directives stay.
+func rewrite(m *modDir, all []*modDir, version string, move func(old string) bool) ([]byte, []string, error) {
 	f, err := modfile.Parse(m.Dir+"/go.mod", m.Data, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	var changes []string
 	for path, old := range siblings(m, all) {
-		if old == version {
+		if old == version || (move != nil && !move(old)) {
 			continue
 		}
 		if err := f.AddRequire(path, version); err != nil {

@@ -51,7 +51,7 @@ func release(root, version string, apply bool) error {
 	fmt.Printf("release %s (%s)\n", version, mode)
 	var files []string
 	for _, m := range mods {
-		data, changes, err := rewrite(m, mods, version)
+		data, changes, err := rewrite(m, mods, version, nil)
 		if err != nil {
 			return fmt.Errorf("%s/go.mod: %w", m.Dir, err)
 		}
