@@ -1,14 +1,19 @@
 # lanes — the project's vocabulary. Every target works from a clean clone:
 # Go fetches what it needs through the module proxy.
 
-MODULES := hashring eventid tracing producer consumer integration cmd/lanes
+MODULES := hashring eventid tracing producer consumer lanestest integration cmd/lanes internal/release
 GO      ?= go
+# staticcheck at a pinned version; go run fetches it through the module proxy.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# release: the version to cut; APPLY=1 commits and tags (a dry run otherwise)
+VERSION ?=
+APPLY   ?=
 TESTFLAGS ?= -race -count=1 -timeout 20m
 BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
 KAFKA_SH := integration/kafka/kafka.sh
 
-.PHONY: test test-kafka bench lint demo fmt tidy
+.PHONY: test test-kafka bench lint demo fmt tidy release release-check
 
 ## test: every module, -race, on the embedded broker (kfake)
 test:
@@ -26,10 +31,29 @@ test-kafka:
 bench:
 	@set -e; for m in $(MODULES); do echo "== bench $$m"; (cd $$m && $(GO) test $(BENCHFLAGS) ./...); done
 
-## lint: gofmt, go vet, and each module building on its own (GOWORK=off)
+## lint: gofmt, then per module: go vet, building and vetting on its own
+## (GOWORK=off), staticcheck. Every module is linted; the failing ones are
+## listed at the end.
 lint:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./...); done
+	@failed=""; for m in $(MODULES); do \
+	  echo "== lint $$m"; \
+	  (cd $$m && $(GO) vet ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./... && \
+	    $(STATICCHECK) ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "lint failed in:$$failed"; exit 1; fi
+
+## release: cut release VERSION: rewrite sibling requirements, commit, tag
+## <module>/VERSION in dependency order (dry run unless APPLY=1)
+release:
+	@if [ -z "$(VERSION)" ]; then echo "usage: make release VERSION=vX.Y.Z [APPLY=1]"; exit 2; fi
+	cd internal/release && $(GO) run . tag -root ../.. -version $(VERSION) $(if $(APPLY),-apply)
+
+## release-check: serve every module from a module-proxy folder at the
+## newest CHANGELOG version (or VERSION) and go get, build and run a program
+## that uses consumer, producer and lanestest, outside the workspace
+release-check:
+	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 
 ## demo: the chat demo on the embedded broker
 demo:

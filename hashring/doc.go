@@ -1,9 +1,10 @@
 // Package hashring is the one hash lanes uses for session IDs, and the three
-// ways lanes turns that hash into a placement.
+// ways lanes turns a key into a placement.
 //
-//   - [Sum64] hashes a session ID (xxhash64 of its UTF-8 bytes). Every lanes
-//     component that places a session by hash uses it, so producers and
-//     consumers agree.
+// [Sum64] hashes a session ID (xxhash64 of its UTF-8 bytes). Every lanes
+// component that places a session by hash uses it, so producers and
+// consumers agree. The placements:
+//
 //   - [Jump] maps a hash onto a fixed number of buckets with Lamping and
 //     Veach's jump consistent hash: the consumer's shards, and the producer's
 //     optional consistent partitioner. Growing from n to n+1 buckets moves

@@ -14,17 +14,16 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
-	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/lanesdev/lanes/producer"
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // cluster is the broker a scenario runs on: real Kafka when LANES_BROKERS
 // is set (CI always sets it), an in-process kfake broker otherwise.
 type cluster struct {
+	*lanestest.Broker
 	brokers []string
 	real    bool
 }
@@ -32,14 +31,15 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	if b := os.Getenv("LANES_BROKERS"); b != "" {
-		return &cluster{brokers: strings.Split(b, ","), real: true}
+		br := lanestest.ConnectBroker(strings.Split(b, ","))
+		return &cluster{Broker: br, brokers: br.Addrs(), real: true}
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	br, err := lanestest.NewBroker(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	return &cluster{brokers: c.ListenAddrs()}
+	t.Cleanup(br.Close)
+	return &cluster{Broker: br, brokers: br.Addrs()}
 }
 
 func (c *cluster) name() string {
@@ -51,7 +51,7 @@ func (c *cluster) name() string {
 
 func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokers...)}, opts...)...)
+	cl, err := c.Client(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,31 +63,23 @@ func (c *cluster) topics(t *testing.T, partitions int) (topic, dlq string) {
 	t.Helper()
 	topic = fmt.Sprintf("it-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), time.Now().UnixNano())
 	dlq = topic + "-dlq"
-	cl := c.client(t)
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, name := range []string{topic, dlq} {
-		resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("create topic %s: %v", name, err)
-		}
+	if err := c.CreateTopics(ctx, int32(partitions), topic, dlq); err != nil {
+		t.Fatal(err)
 	}
 	return topic, dlq
 }
 
 // produce sends per messages for each session through the lanes producer,
 // interleaved, value "session|seq", event ID from (session, seq).
-func (c *cluster) produce(t *testing.T, topic string, sessions []string, per int, l *Ledger) {
+func (c *cluster) produce(t *testing.T, topic string, sessions []string, per int, l *lanestest.Ledger) {
 	t.Helper()
 	c.produceRange(t, topic, sessions, 0, per, l)
 }
 
 // produceRange is produce for seqs [from, to).
-func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, from, to int, l *Ledger) {
+func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, from, to int, l *lanestest.Ledger) {
 	t.Helper()
 	p, err := producer.New(producer.Config{Brokers: c.brokers, Topic: topic, DeliveryTimeout: 2 * time.Minute})
 	if err != nil {
@@ -98,14 +90,12 @@ func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, fr
 	var firstErr atomic.Value
 	for seq := from; seq < to; seq++ {
 		for _, s := range sessions {
-			p.SendAsync(context.Background(), s, []byte(s+"|"+strconv.Itoa(seq)), func(r producer.Result, err error) {
+			l.SendAsync(context.Background(), p, s, seq, []byte(s+"|"+strconv.Itoa(seq)), func(err error) {
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
-					return
 				}
-				l.Sent(s, seq, r.EventID)
-			}, producer.WithSequence(uint64(seq)))
+			})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -120,31 +110,15 @@ func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, fr
 
 // readDLQ reads the dead-letter topic to its end into the ledger and
 // returns its records.
-func (c *cluster) readDLQ(t *testing.T, dlq string, l *Ledger) []*kgo.Record {
+func (c *cluster) readDLQ(t *testing.T, dlq string, l *lanestest.Ledger) []*kgo.Record {
 	t.Helper()
-	cl := c.client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, dlq)
+	recs, err := lanestest.ReadDeadLetters(ctx, c.Broker, dlq, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := int64(0)
-	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
-	var out []*kgo.Record
-	for int64(len(out)) < want {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d DLQ records", len(out), want)
-		}
-		out = append(out, fs.Records()...)
-	}
-	for _, r := range out {
-		reason, _ := eventid.Header(r, consumer.HeaderDLQReason)
-		l.DeadLettered(eventid.FromRecord(r), reason)
-	}
-	return out
+	return recs
 }
 
 // faults is the fault plan of a scenario's handler.
@@ -156,26 +130,25 @@ type faults struct {
 
 var errTransient = errors.New("injected transient failure")
 
-// handler returns a handler that applies f and records every call.
-func handler(member string, l *Ledger, f faults) consumer.Handler {
+// handler returns a handler that applies f, with every call recorded in l.
+func handler(member string, l *lanestest.Ledger, f faults) consumer.Handler {
+	return l.Handler(member, faulty(f))
+}
+
+// faulty is a handler that only applies f.
+func faulty(f faults) consumer.Handler {
 	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
-		start := time.Now()
-		session, seqText, _ := strings.Cut(string(m.Record.Value), "|")
-		seq, _ := strconv.Atoi(seqText)
+		session, seq, _ := strings.Cut(string(m.Record.Value), "|")
 		if f.work > 0 {
-			time.Sleep(time.Duration(rand.Int64N(int64(f.work))))
+			time.Sleep(time.Duration(rand.Int64N(int64(f.work)))) // simulated work, not synchronisation
 		}
-		var err error
 		switch {
-		case f.permanent[session+"|"+seqText]:
-			err = consumer.Permanent(errors.New("injected poison"))
+		case f.permanent[session+"|"+seq]:
+			return consumer.Permanent(errors.New("injected poison"))
 		case f.transient > 0 && rand.Float64() < f.transient:
-			err = errTransient
+			return errTransient
 		}
-		l.Handled(Call{Member: member, Session: session, Seq: seq, EventID: m.EventID,
-			Partition: m.Record.Partition, Offset: m.Record.Offset, Attempt: m.Attempt,
-			Start: start, End: time.Now(), Final: err == nil || consumer.IsPermanent(err), OK: err == nil})
-		return err
+		return nil
 	})
 }
 
@@ -231,25 +204,14 @@ func startMember(t *testing.T, name string, cfg consumer.Config, h consumer.Hand
 	return m
 }
 
-// waitFinished waits until the ledger has n finished messages, or fails.
-func waitFinished(t *testing.T, l *Ledger, n int, limit time.Duration) {
+// waitFinished waits until the ledger has n messages accounted for, or
+// fails after limit.
+func waitFinished(t *testing.T, l *lanestest.Ledger, n int, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last, lastAt := -1, time.Now()
-	for {
-		got := l.Finished()
-		if got >= n {
-			return
-		}
-		if got != last {
-			last, lastAt = got, time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %d of %d messages finished (no progress for %v)", got, n, time.Since(lastAt).Round(time.Millisecond))
-		}
-		<-tick.C
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := l.WaitAccounted(ctx, n); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -261,15 +223,15 @@ func sessionNames(n int) []string {
 	return out
 }
 
-// assertClean fails on any violation, regression or loss, logs the report,
-// and records it for docs/testing.md.
-func assertClean(t *testing.T, c *cluster, r Report, took time.Duration, allowRegressions bool) {
+// assertClean fails on any violation, overlap, regression or loss, and
+// logs the report (the figures in docs/testing.md).
+func assertClean(t *testing.T, c *cluster, r lanestest.Report, took time.Duration, allowRegressions bool) {
 	t.Helper()
 	t.Logf("%s [%s, %v]", r, c.name(), took.Round(time.Millisecond))
 	for _, d := range r.Details {
 		t.Log(d)
 	}
-	if r.Violations > 0 || r.Lost > 0 || (!allowRegressions && r.Regressions > 0) {
-		t.Fatalf("guarantee broken: %v", r)
+	if err := r.Err(allowRegressions); err != nil {
+		t.Fatal(err)
 	}
 }

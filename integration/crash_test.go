@@ -1,7 +1,7 @@
 package integration
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -42,7 +43,7 @@ func helperConsumer() int {
 		return 1
 	}
 	defer f.Close()
-	l := &fileLedger{f: f}
+	fl := &callFile{f: f}
 	member := os.Getenv("LANES_MEMBER")
 	cfg := consumer.Config{
 		Brokers: strings.Split(os.Getenv("LANES_CHILD_BROKERS"), ","), Group: os.Getenv("LANES_GROUP"),
@@ -58,7 +59,7 @@ func helperConsumer() int {
 		lg := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Str("member", member).Logger()
 		cfg.Logger = &lg
 	}
-	c, err := consumer.New(cfg, handler(member, l.ledger(), faults{transient: 0.05, work: 10 * time.Millisecond}))
+	c, err := consumer.New(cfg, lanestest.Record(member, fl.write, faulty(faults{transient: 0.05, work: 10 * time.Millisecond})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -72,21 +73,19 @@ func helperConsumer() int {
 	return 0
 }
 
-// fileLedger writes the calls a Ledger receives to a file, one line per
+// callFile appends the calls it is given to a file, one JSON line per
 // call, synchronously: a call is on disk before its handler returns, so a
 // record lanes considers done is never missing from the file.
-type fileLedger struct {
+type callFile struct {
 	mu sync.Mutex
 	f  *os.File
 }
 
-func (fl *fileLedger) ledger() *Ledger {
-	return &Ledger{sent: map[string]sentMsg{}, dlq: map[string]string{}, sink: func(c Call) {
-		b, _ := json.Marshal(c)
-		fl.mu.Lock()
-		defer fl.mu.Unlock()
-		_, _ = fl.f.Write(append(b, '\n'))
-	}}
+func (cf *callFile) write(c lanestest.Call) {
+	b, _ := json.Marshal(c)
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	_, _ = cf.f.Write(append(b, '\n'))
 }
 
 // Scenario 3, crash: consumers run as child processes and are killed with
@@ -98,12 +97,13 @@ func TestCrashScenario(t *testing.T) {
 	}
 	c := newCluster(t)
 	topic, dlq := c.topics(t, 6)
-	l := NewLedger()
+	l := lanestest.NewLedger()
 	sessions := sessionNames(60)
 	const per = 400
 	start := time.Now()
 	c.produce(t, topic, sessions, per, l)
 	dir := t.TempDir()
+	calls := &callFiles{dir: dir, read: map[string]int64{}}
 	n := 0
 	spawn := func() *exec.Cmd {
 		n++
@@ -145,11 +145,11 @@ func TestCrashScenario(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	kills := 0
 	total := len(sessions) * per
-	for kills < 4 && loadCalls(t, dir, l) < total {
+	for kills < 4 && calls.load(t, l) < total {
 		// Let the group recover from the last kill (progress resumes), then
 		// kill at a random point 0.2 to 1 s later. Killing faster than a
 		// rebalance completes only piles up rebalances.
-		waitProgress(t, dir, l, 200, total)
+		waitProgress(t, calls, l, 200, total)
 		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 		k := rng.IntN(len(procs))
 		_ = procs[k].Process.Kill() // SIGKILL: no drain, no commit, no leave
@@ -158,9 +158,9 @@ func TestCrashScenario(t *testing.T) {
 		procs[k] = spawn()
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	for loadCalls(t, dir, l) < len(sessions)*per {
+	for calls.load(t, l) < len(sessions)*per {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %d of %d finished", l.Finished(), len(sessions)*per)
+			t.Fatalf("timed out: %d of %d finished", l.Accounted(), len(sessions)*per)
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
 	}
@@ -170,7 +170,7 @@ func TestCrashScenario(t *testing.T) {
 			t.Errorf("child exit: %v", err)
 		}
 	}
-	loadCalls(t, dir, l)
+	calls.load(t, l)
 	c.readDLQ(t, dlq, l)
 	r := l.Report()
 	t.Logf("%d SIGKILLs, %d consumer processes", kills, n)
@@ -179,11 +179,11 @@ func TestCrashScenario(t *testing.T) {
 
 // waitProgress waits until n more messages finished (or all did), failing
 // after a minute without that progress.
-func waitProgress(t *testing.T, dir string, l *Ledger, n, total int) {
+func waitProgress(t *testing.T, calls *callFiles, l *lanestest.Ledger, n, total int) {
 	t.Helper()
-	from := loadCalls(t, dir, l)
+	from := calls.load(t, l)
 	deadline := time.Now().Add(time.Minute)
-	for got := from; got < from+n && got < total; got = loadCalls(t, dir, l) {
+	for got := from; got < from+n && got < total; got = calls.load(t, l) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no progress after a restart: %d finished, %d a minute ago", got, from)
 		}
@@ -191,28 +191,35 @@ func waitProgress(t *testing.T, dir string, l *Ledger, n, total int) {
 	}
 }
 
-// loadCalls replaces l's calls with those in dir's files and returns the
-// number of finished messages.
-func loadCalls(t *testing.T, dir string, l *Ledger) int {
+// callFiles reads the children's call files as they grow.
+type callFiles struct {
+	dir  string
+	read map[string]int64 // file → bytes consumed (whole lines)
+}
+
+// load feeds l the calls written to dir's files since the last load and
+// returns the number of messages accounted for.
+func (cf *callFiles) load(t *testing.T, l *lanestest.Ledger) int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
-	var calls []Call
+	files, _ := filepath.Glob(filepath.Join(cf.dir, "calls-*.jsonl"))
 	for _, name := range files {
-		f, err := os.Open(name)
+		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var c Call
-			if json.Unmarshal(sc.Bytes(), &c) == nil { // a torn last line of a killed process is skipped
-				calls = append(calls, c)
+		b = b[cf.read[name]:]
+		for {
+			line, rest, ok := bytes.Cut(b, []byte{'\n'})
+			if !ok {
+				break // a line still being written, or torn by a SIGKILL: never whole
+			}
+			cf.read[name] += int64(len(line) + 1)
+			b = rest
+			var c lanestest.Call
+			if json.Unmarshal(line, &c) == nil {
+				l.Handled(c)
 			}
 		}
-		f.Close()
 	}
-	l.mu.Lock()
-	l.calls = calls
-	l.mu.Unlock()
-	return l.Finished()
+	return l.Accounted()
 }

@@ -1,5 +1,5 @@
 // Package integration holds lanes' end-to-end tests: producer and consumer
-// together, the scenario harness with its order and loss verifier, and the
-// broker launchers (embedded kfake, and real Apache Kafka when LANES_BROKERS
-// is set).
+// together, checked by the lanestest kit's ledger, on the embedded broker
+// (kfake) or on real Apache Kafka when LANES_BROKERS is set, and the
+// real-broker launcher (kafka/kafka.sh with cmd/brokerready).
 package integration

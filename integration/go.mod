@@ -3,19 +3,20 @@ module github.com/lanesdev/lanes/integration
 go 1.26.0
 
 require (
-	github.com/lanesdev/lanes/consumer v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/eventid v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/hashring v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/producer v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/tracing v0.0.0-00010101000000-000000000000
+	github.com/lanesdev/lanes/consumer v0.1.0
+	github.com/lanesdev/lanes/eventid v0.1.0
+	github.com/lanesdev/lanes/hashring v0.1.0
+	github.com/lanesdev/lanes/producer v0.1.0
+	github.com/lanesdev/lanes/tracing v0.1.0
 	github.com/rs/zerolog v1.35.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
-	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/goleak v1.3.0
 )
+
+require github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
@@ -24,6 +25,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/lanesdev/lanes/lanestest v0.1.0
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
@@ -43,3 +45,5 @@ replace (
 	github.com/lanesdev/lanes/producer => ../producer
 	github.com/lanesdev/lanes/tracing => ../tracing
 )
+
+replace github.com/lanesdev/lanes/lanestest => ../lanestest

@@ -9,9 +9,3 @@ func header(r *kgo.Record, k string) string {
 	v, _ := eventid.Header(r, k)
 	return v
 }
-
-func countCalls(l *Ledger) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.calls)
-}

@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
-	github.com/lanesdev/lanes/eventid v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/hashring v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/tracing v0.0.0-00010101000000-000000000000
+	github.com/lanesdev/lanes/eventid v0.1.0
+	github.com/lanesdev/lanes/hashring v0.1.0
+	github.com/lanesdev/lanes/tracing v0.1.0
 	github.com/rs/zerolog v1.35.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

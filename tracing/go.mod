@@ -3,7 +3,7 @@ module github.com/lanesdev/lanes/tracing
 go 1.26.0
 
 require (
-	github.com/lanesdev/lanes/eventid v0.0.0-00010101000000-000000000000
+	github.com/lanesdev/lanes/eventid v0.1.0
 	github.com/rs/zerolog v1.35.1
 	github.com/twmb/franz-go v1.22.3
 	go.opentelemetry.io/otel v1.47.0

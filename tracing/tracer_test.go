@@ -72,8 +72,8 @@ func TestSendThenProcessLinked(t *testing.T) {
 		AttrSessionID: "chat-42", AttrEventID: "ev-1",
 	}
 	for k, v := range want {
-		if a[k].Emit() != v {
-			t.Errorf("attribute %s = %q, want %q", k, a[k].Emit(), v)
+		if a[k].String() != v {
+			t.Errorf("attribute %s = %q, want %q", k, a[k].String(), v)
 		}
 	}
 	if a["messaging.kafka.offset"].AsInt64() != 17 || a[AttrAttempt].AsInt64() != 2 {

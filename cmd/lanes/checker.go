@@ -12,38 +12,35 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/lanestest"
 )
 
-// checker is the demo's handler and its referee: it injects faults, and it
-// checks every message of every session against what was sent.
+// checker is the demo's handler and its referee: it injects faults, applies
+// each conversation (idempotently: a redelivered message is skipped), and
+// records every send and handler call in a lanestest ledger, which checks
+// every message of every session for order and loss.
 type checker struct {
-	cfg demoConfig
-	per []int // messages per session
+	cfg    demoConfig
+	per    []int // messages per session
+	ledger *lanestest.Ledger
 	// forcePoison lists "session|seq" that always fail permanently.
 	forcePoison map[string]bool
-	full        chan struct{}
 
 	sent, sendErrs, retries atomic.Int64
 
 	mu          sync.Mutex
-	next        map[string]int    // session → next seq to finish
+	next        map[string]int    // session → next seq to apply
 	dest        map[string]string // session → booked destination
-	violations  int
-	duplicates  int
+	misordered  int               // a correction applied before its booking
 	processed   int
 	deadLetters int
 	corrections int
-	ackedIDs    map[string]bool
-	doneIDs     map[string]bool
 	latencies   []time.Duration
-	closed      bool
 }
 
 func newChecker(cfg demoConfig) *checker {
-	c := &checker{cfg: cfg, per: make([]int, cfg.sessions), full: make(chan struct{}),
-		next: map[string]int{}, dest: map[string]string{},
-		ackedIDs: make(map[string]bool, cfg.messages), doneIDs: make(map[string]bool, cfg.messages),
-		latencies: make([]time.Duration, 0, cfg.messages)}
+	c := &checker{cfg: cfg, per: make([]int, cfg.sessions), ledger: lanestest.NewLedger(),
+		next: map[string]int{}, dest: map[string]string{}, latencies: make([]time.Duration, 0, cfg.messages)}
 	for i := range c.per {
 		c.per[i] = cfg.messages / cfg.sessions
 		if i < cfg.messages%cfg.sessions {
@@ -56,36 +53,31 @@ func newChecker(cfg demoConfig) *checker {
 func (c *checker) perSession(i int) int { return c.per[i] }
 
 // acked records the broker's answer for one sent message.
-func (c *checker) acked(id string, err error) {
+func (c *checker) acked(session string, seq int, id string, err error) {
 	if err != nil {
 		c.sendErrs.Add(1)
 		return
 	}
 	c.sent.Add(1)
-	c.mu.Lock()
-	c.ackedIDs[id] = true
-	c.maybeFullLocked()
-	c.mu.Unlock()
+	c.ledger.Sent(session, seq, id)
+}
+
+// handler is the consumer's handler, every call recorded in the ledger.
+func (c *checker) handler() consumer.Handler {
+	return c.ledger.Handler("demo", consumer.HandlerFunc(c.handle))
 }
 
 var errTransient = errors.New("injected: downstream busy")
 
-// handle is the consumer's handler.
 func (c *checker) handle(ctx context.Context, m *consumer.Message) error {
 	seqText, text, _ := strings.Cut(string(m.Record.Value), "|")
 	seq, _ := strconv.Atoi(seqText)
 	c.mu.Lock()
-	next := c.next[m.SessionID]
-	switch {
-	case seq < next:
-		c.duplicates++ // redelivered after it finished: idempotent skip
-		c.mu.Unlock()
-		return nil
-	case seq > next:
-		c.violations++ // started before an earlier message finished
-	}
+	done := seq < c.next[m.SessionID]
 	c.mu.Unlock()
-
+	if done {
+		return nil // redelivered after it was applied: idempotent skip
+	}
 	if c.cfg.work > 0 {
 		select {
 		case <-time.After(c.cfg.work):
@@ -117,38 +109,39 @@ func (c *checker) finish(m *consumer.Message, seq int, text string, dead bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.next[m.SessionID] = seq + 1
-	c.doneIDs[m.EventID] = true
 	if dead {
 		c.deadLetters++
 		if strings.HasPrefix(text, "book a flight to ") {
 			c.dest[m.SessionID] = "" // the booking failed: nothing to correct
 		}
-	} else {
-		c.processed++
-		c.latencies = append(c.latencies, time.Since(m.Record.Timestamp))
-		switch {
-		case strings.HasPrefix(text, "book a flight to "):
-			c.dest[m.SessionID] = strings.TrimPrefix(text, "book a flight to ")
-		case text == "make it Paris":
-			switch c.dest[m.SessionID] {
-			case "London":
-				c.corrections++
-			case "": // its booking was dead-lettered
-			default:
-				c.violations++ // the correction ran before its booking
-			}
-			c.dest[m.SessionID] = "Paris"
+		return
+	}
+	c.processed++
+	c.latencies = append(c.latencies, time.Since(m.Record.Timestamp))
+	switch {
+	case strings.HasPrefix(text, "book a flight to "):
+		c.dest[m.SessionID] = strings.TrimPrefix(text, "book a flight to ")
+	case text == "make it Paris":
+		switch c.dest[m.SessionID] {
+		case "London":
+			c.corrections++
+		case "": // its booking was dead-lettered
+		default:
+			c.misordered++ // the correction ran before its booking
 		}
-	}
-	c.maybeFullLocked()
-}
-
-func (c *checker) maybeFullLocked() {
-	if !c.closed && len(c.doneIDs) == c.cfg.messages && len(c.ackedIDs) == c.cfg.messages {
-		c.closed = true
-		close(c.full)
+		c.dest[m.SessionID] = "Paris"
 	}
 }
 
-// complete is closed once every message was acknowledged and finished.
-func (c *checker) complete() <-chan struct{} { return c.full }
+// complete returns a channel closed once every message was acknowledged
+// and accounted for (handled or failed permanently), or never if ctx ends
+// first.
+func (c *checker) complete(ctx context.Context) <-chan struct{} {
+	full := make(chan struct{})
+	go func() {
+		if c.ledger.WaitAccounted(ctx, c.cfg.messages) == nil {
+			close(full)
+		}
+	}()
+	return full
+}

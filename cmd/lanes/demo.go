@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/lanesdev/lanes/producer"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -76,11 +74,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	brokers, where, topic, cleanup, err := demoTopics(ctx, cfg)
+	broker, where, topic, cleanup, err := demoTopics(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	brokers := broker.Addrs()
 	dlq := topic + "-dlq"
 	fmt.Fprintf(stdout, "lanes demo: %d sessions, %d messages, %d partitions, %s\n",
 		cfg.sessions, cfg.messages, cfg.partitions, where)
@@ -102,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// Quick retries so a run takes seconds; the budget is large enough
 		// that transient faults never exhaust it.
 		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
-	}, consumer.HandlerFunc(chk.handle))
+	}, chk.handler())
 	if err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	go sendConversations(runCtx, p, cfg, chk)
 
 	prog := newProgress(stderr, chk, cfg.messages)
-	finished := prog.until(runCtx, chk.complete)
+	finished := prog.until(runCtx, chk.complete(runCtx))
 	elapsed := time.Since(start)
 	cancel()
 	runErr := <-consumed
@@ -129,11 +128,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if runErr != nil {
 		fmt.Fprintln(stderr, "consumer:", runErr)
 	}
-	inDLQ, err := countTopic(ctx, brokers, dlq)
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	inDLQ, err := lanestest.ReadDeadLetters(dctx, broker, dlq, chk.ledger)
+	dcancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "reading the DLQ:", err)
 	}
-	r := chk.report(elapsed, inDLQ, finished)
+	r := chk.report(elapsed, len(inDLQ), finished)
 	if cfg.baseline > 0 && cfg.work > 0 {
 		fmt.Fprintf(stderr, "measuring the baseline (one goroutine per partition) for %v...\n", cfg.baseline)
 		if r.baseline, err = baselineRate(ctx, brokers, topic, cfg.work, cfg.baseline); err != nil {
@@ -160,7 +161,7 @@ func sendConversations(ctx context.Context, p *producer.Producer, cfg demoConfig
 			session := sessionName(s)
 			value := strconv.Itoa(seq) + "|" + utterance(seq)
 			p.SendAsync(ctx, session, []byte(value), func(r producer.Result, err error) {
-				chk.acked(r.EventID, err)
+				chk.acked(session, seq, r.EventID, err)
 			}, producer.WithSequence(uint64(seq)))
 		}
 		if !sent || ctx.Err() != nil {
@@ -185,67 +186,29 @@ var script = []string{
 
 func utterance(seq int) string { return script[seq%len(script)] }
 
-// demoTopics gives the demo its brokers and a fresh topic: an embedded
-// kfake broker by default, or new topics on the given cluster.
-func demoTopics(ctx context.Context, cfg demoConfig) (brokers []string, where, topic string, cleanup func(), err error) {
+// demoTopics gives the demo its broker and a fresh topic (and its DLQ): an
+// embedded kfake broker by default, or new topics on the given cluster.
+func demoTopics(ctx context.Context, cfg demoConfig) (b *lanestest.Broker, where, topic string, cleanup func(), err error) {
 	topic = fmt.Sprintf("lanes-demo-%d", time.Now().UnixNano())
 	if cfg.brokers == "" {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.partitions), topic, topic+"-dlq"))
+		b, err := lanestest.NewBroker(int32(cfg.partitions), topic, topic+"-dlq")
 		if err != nil {
-			return nil, "", "", nil, fmt.Errorf("start embedded broker: %w", err)
+			return nil, "", "", nil, err
 		}
-		return c.ListenAddrs(), "embedded broker (kfake)", topic, c.Close, nil
+		return b, "embedded broker (kfake)", topic, b.Close, nil
 	}
-	brokers = strings.Split(cfg.brokers, ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, "", "", nil, err
-	}
-	adm := kadm.NewClient(cl)
+	b = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","))
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(cctx, int32(cfg.partitions), -1, nil, topic); err != nil {
-		cl.Close()
-		return nil, "", "", nil, fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	if _, err := adm.CreateTopic(cctx, int32(cfg.partitions), -1, nil, topic+"-dlq"); err != nil {
-		cl.Close()
-		return nil, "", "", nil, fmt.Errorf("create topic %s-dlq: %w", topic, err)
+	if err := b.CreateTopics(cctx, int32(cfg.partitions), topic, topic+"-dlq"); err != nil {
+		return nil, "", "", nil, err
 	}
 	cleanup = func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = adm.DeleteTopics(dctx, topic, topic+"-dlq")
-		cl.Close()
+		_ = b.DeleteTopics(dctx, topic, topic+"-dlq")
 	}
-	return brokers, "brokers " + cfg.brokers, topic, cleanup, nil
-}
-
-// countTopic counts the records of topic (the DLQ) from start to end.
-func countTopic(ctx context.Context, brokers []string, topic string) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(cctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	starts, err := adm.ListStartOffsets(cctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	n := int64(0)
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok {
-			n += o.Offset - s.Offset
-		}
-	})
-	return int(n), nil
+	return b, "brokers " + cfg.brokers, topic, cleanup, nil
 }
 
 // tracerProvider and meterProvider return nil (lanes' default: the global

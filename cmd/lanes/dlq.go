@@ -130,6 +130,13 @@ func inspect(w io.Writer, recs []*kgo.Record, limit int) {
 	fmt.Fprintln(w)
 }
 
+// dlqHeaders are the headers the consumer adds to a dead-lettered record;
+// replay removes them.
+var dlqHeaders = map[string]bool{
+	consumer.HeaderDLQTopic: true, consumer.HeaderDLQPartition: true, consumer.HeaderDLQOffset: true,
+	consumer.HeaderDLQError: true, consumer.HeaderDLQAttempts: true, consumer.HeaderDLQReason: true,
+}
+
 func replay(ctx context.Context, w io.Writer, brokers []string, recs []*kgo.Record, to, reason string, dry bool) error {
 	var out []*kgo.Record
 	for _, r := range recs {
@@ -146,7 +153,7 @@ func replay(ctx context.Context, w io.Writer, brokers []string, recs []*kgo.Reco
 		}
 		n := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value}
 		for _, h := range r.Headers {
-			if !strings.HasPrefix(h.Key, "lanes-dlq-") {
+			if !dlqHeaders[h.Key] {
 				n.Headers = append(n.Headers, h)
 			}
 		}

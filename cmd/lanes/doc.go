@@ -1,2 +1,2 @@
-// Command lanes is the lanes command line: demo, bench, broker and dlq.
+// Command lanes is the lanes command line: demo, broker and dlq.
 package main

@@ -3,11 +3,11 @@ module github.com/lanesdev/lanes/cmd/lanes
 go 1.26.0
 
 require (
-	github.com/lanesdev/lanes/consumer v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/eventid v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/hashring v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/producer v0.0.0-00010101000000-000000000000
-	github.com/lanesdev/lanes/tracing v0.0.0-00010101000000-000000000000
+	github.com/lanesdev/lanes/consumer v0.1.0
+	github.com/lanesdev/lanes/eventid v0.1.0
+	github.com/lanesdev/lanes/hashring v0.1.0
+	github.com/lanesdev/lanes/producer v0.1.0
+	github.com/lanesdev/lanes/tracing v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
@@ -29,6 +29,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/lanesdev/lanes/lanestest v0.1.0
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -54,3 +55,5 @@ replace (
 	github.com/lanesdev/lanes/producer => ../../producer
 	github.com/lanesdev/lanes/tracing => ../../tracing
 )
+
+replace github.com/lanesdev/lanes/lanestest => ../../lanestest

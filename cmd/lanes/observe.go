@@ -115,7 +115,7 @@ func outline(s sdktrace.ReadOnlySpan) string {
 	for _, kv := range s.Attributes() {
 		switch kv.Key {
 		case tracing.AttrSessionID, tracing.AttrAttempt, "messaging.kafka.offset":
-			parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 	}
 	for _, ev := range s.Events() {

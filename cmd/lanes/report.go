@@ -29,7 +29,7 @@ func newProgress(w io.Writer, chk *checker, total int) *progress {
 }
 
 // until prints progress until done is closed (true) or ctx ends (false).
-func (p *progress) until(ctx context.Context, done func() <-chan struct{}) bool {
+func (p *progress) until(ctx context.Context, done <-chan struct{}) bool {
 	every := time.Second
 	if p.tty {
 		every = 250 * time.Millisecond
@@ -39,7 +39,7 @@ func (p *progress) until(ctx context.Context, done func() <-chan struct{}) bool 
 	last, lastAt := 0, time.Now()
 	for {
 		select {
-		case <-done():
+		case <-done:
 			return true
 		case <-ctx.Done():
 			return false
@@ -75,21 +75,18 @@ type demoReport struct {
 	elapsed                                  time.Duration
 	p50, p99                                 time.Duration
 	finished                                 bool
-	baseline                                 float64 // msgs/s of one goroutine per partition, 0 if not measured
+	baseline                                 float64  // msgs/s of one goroutine per partition, 0 if not measured
+	details                                  []string // the ledger's first problems
 }
 
 func (c *checker) report(elapsed time.Duration, inDLQ int, finished bool) demoReport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	v := c.ledger.Report()
 	r := demoReport{messages: c.cfg.messages, processed: c.processed, deadLetters: c.deadLetters, inDLQ: inDLQ,
-		violations: c.violations, duplicates: c.duplicates, sendErrors: int(c.sendErrs.Load()),
-		corrections: c.corrections, sessions: c.cfg.sessions, retries: c.retries.Load(),
-		elapsed: elapsed, finished: finished}
-	for id := range c.ackedIDs {
-		if !c.doneIDs[id] {
-			r.lost++
-		}
-	}
+		violations: v.Violations + v.Overlaps + c.misordered, lost: v.Lost, duplicates: v.Duplicates,
+		sendErrors: int(c.sendErrs.Load()), corrections: c.corrections, sessions: c.cfg.sessions,
+		retries: c.retries.Load(), elapsed: elapsed, finished: finished, details: v.Details}
 	if n := len(c.latencies); n > 0 {
 		l := slices.Clone(c.latencies)
 		slices.Sort(l)
@@ -107,7 +104,7 @@ func (r demoReport) print(w io.Writer) {
 		fmt.Fprintf(w, "  baseline          %.0f msg/s with one goroutine per partition, same work: lanes is %.1fx\n", r.baseline, rate/r.baseline)
 	}
 	fmt.Fprintf(w, "  latency           p50 %v  p99 %v (send to handled)\n", r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond))
-	fmt.Fprintf(w, "  order violations  %d (every message of every session checked)\n", r.violations)
+	fmt.Fprintf(w, "  order violations  %d (every message of every session checked, overlapping calls included)\n", r.violations)
 	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)
 	fmt.Fprintf(w, "  dead-lettered     %d (%d records in the DLQ topic)\n", r.deadLetters, r.inDLQ)
 	fmt.Fprintf(w, "  retries           %d\n", r.retries)
@@ -115,6 +112,9 @@ func (r demoReport) print(w io.Writer) {
 	fmt.Fprintf(w, "  corrections       %d \"make it Paris\" applied after their \"book a flight to London\"\n", r.corrections)
 	if r.sendErrors > 0 {
 		fmt.Fprintf(w, "  send errors       %d\n", r.sendErrors)
+	}
+	for _, d := range r.details {
+		fmt.Fprintf(w, "  ! %s\n", d)
 	}
 }
 

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// release sets every sibling requirement to version, commits that, and tags
+// every released module <dir>/<version> in dependency order. Without apply
+// it only says what it would do. It refuses a dirty tree, a version
+// CHANGELOG.md does not describe, and tags that exist.
+func release(root, version string, apply bool) error {
+	mods, err := loadModules(root)
+	if err != nil {
+		return err
+	}
+	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		return err
+	}
+	if !regexp.MustCompile(`(?m)^## ` + regexp.QuoteMeta(version) + `\b`).Match(changelog) {
+		return fmt.Errorf("CHANGELOG.md has no \"## %s\" section: describe the release first", version)
+	}
+	status, err := git(root, "status", "--porcelain")
+	if err != nil {
+		return err
+	}
+	if status != "" {
+		return fmt.Errorf("the work tree is not clean:\n%s", status)
+	}
+	var tags []string
+	for _, m := range mods {
+		if !m.released() {
+			continue
+		}
+		tag := m.Dir + "/" + version
+		if _, err := git(root, "rev-parse", "-q", "--verify", "refs/tags/"+tag); err == nil {
+			return fmt.Errorf("tag %s exists", tag)
+		}
+		tags = append(tags, tag)
+	}
+
+	mode := "dry run"
+	if apply {
+		mode = "applying"
+	}
+	fmt.Printf("release %s (%s)\n", version, mode)
+	var files []string
+	for _, m := range mods {
+		data, changes, err := rewrite(m, mods, version, nil)
+		if err != nil {
+			return fmt.Errorf("%s/go.mod: %w", m.Dir, err)
+		}
+		for _, c := range changes {
+			fmt.Println("  require", c)
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		name := filepath.Join(m.Dir, "go.mod")
+		files = append(files, name)
+		if apply {
+			if err := os.WriteFile(filepath.Join(root, name), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if len(files) > 0 {
+		fmt.Printf("  commit \"release %s: sibling requirements at %s\" (%s)\n", version, version, strings.Join(files, ", "))
+		if apply {
+			args := append([]string{"commit", "-q", "-m", fmt.Sprintf("release %s: sibling requirements at %s", version, version), "--"}, files...)
+			if _, err := git(root, args...); err != nil {
+				return err
+			}
+		}
+	}
+	for _, tag := range tags {
+		fmt.Println("  tag", tag)
+		if apply {
+			if _, err := git(root, "tag", "-a", "-m", "lanes "+tag, tag); err != nil {
+				return err
+			}
+		}
+	}
+	if !apply {
+		fmt.Println("nothing changed: run with APPLY=1 (make) or -apply to commit and tag")
+		return nil
+	}
+	fmt.Printf("done; publish with: git push origin HEAD %s\n", strings.Join(tags, " "))
+	return nil
+}
+
+func git(root string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

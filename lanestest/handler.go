@@ -1,0 +1,68 @@
+package lanestest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/producer"
+)
+
+// Handler wraps h so that every call is recorded in l, as member's. The
+// message's session and seq come from its event ID (recorded by Sent or
+// Send); a final call is one that succeeded or failed with
+// consumer.Permanent.
+func (l *Ledger) Handler(member string, h consumer.Handler) consumer.Handler {
+	return Record(member, l.Handled, h)
+}
+
+// Record wraps h so that every call is passed to record when it returns,
+// before the consumer sees its outcome: a Ledger's Handled, or a writer
+// that appends calls to a file (a consumer in a child process). Seq is -1:
+// the ledger finds the message by its event ID.
+func Record(member string, record func(Call), h consumer.Handler) consumer.Handler {
+	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) (err error) {
+		c := Call{Member: member, Session: m.SessionID, Seq: -1, EventID: m.EventID,
+			Partition: m.Record.Partition, Offset: m.Record.Offset, Attempt: m.Attempt, Start: time.Now()}
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+				c.End = time.Now()
+				record(c)
+				panic(p)
+			}
+			c.End = time.Now()
+			c.OK = err == nil
+			c.Final = err == nil || consumer.IsPermanent(err)
+			record(c)
+		}()
+		return h.Handle(ctx, m)
+	})
+}
+
+// Send sends value for session through p as the session's seq-th message
+// (its event ID derived from session and seq), waits for the broker's
+// acknowledgement and records it. It returns the producer's error.
+func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string, seq int, value []byte) error {
+	res, err := p.Send(ctx, session, value, producer.WithSequence(uint64(seq)))
+	if err != nil {
+		return err
+	}
+	l.Sent(session, seq, res.EventID)
+	return nil
+}
+
+// SendAsync is Send without waiting: the acknowledgement is recorded when
+// it arrives, and done (if not nil) gets the producer's error. Flush the
+// producer to wait for every acknowledgement.
+func (l *Ledger) SendAsync(ctx context.Context, p *producer.Producer, session string, seq int, value []byte, done func(error)) {
+	p.SendAsync(ctx, session, value, func(res producer.Result, err error) {
+		if err == nil {
+			l.Sent(session, seq, res.EventID)
+		}
+		if done != nil {
+			done(err)
+		}
+	}, producer.WithSequence(uint64(seq)))
+}

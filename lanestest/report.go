@@ -1,0 +1,150 @@
+package lanestest
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Report is a Ledger's verdict.
+type Report struct {
+	Sessions, Messages int
+	// Calls is the number of handler calls recorded.
+	Calls int
+	// Violations: a first delivery of seq n of a session that started
+	// before seq n-1 finished.
+	Violations int
+	// Overlaps: a call that started while another call of the same session
+	// was still running (lanes runs one message of a session at a time).
+	Overlaps int
+	// Regressions: a member handling a lower seq of a session after a
+	// higher one, within its own lifetime (a redelivery without a handover;
+	// expected only where partitions are lost, such as a crash).
+	Regressions int
+	// Lost: acknowledged, but neither finished by a handler nor
+	// dead-lettered.
+	Lost int
+	// Duplicates: successful handler calls beyond the first per message.
+	Duplicates int
+	// DeadLettered: acknowledged messages found in the dead-letter topic.
+	DeadLettered int
+	// Details lists the first few problems, for a test log.
+	Details []string
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("sessions %d, messages %d, calls %d: violations %d, overlaps %d, regressions %d, lost %d, duplicates %d, DLQ %d",
+		r.Sessions, r.Messages, r.Calls, r.Violations, r.Overlaps, r.Regressions, r.Lost, r.Duplicates, r.DeadLettered)
+}
+
+// Err returns nil when no guarantee was broken: no order violation, no
+// overlapping calls and nothing lost (and no regression unless
+// allowRegressions: where partitions are lost, redelivery is by design).
+func (r Report) Err(allowRegressions bool) error {
+	if r.Violations > 0 || r.Overlaps > 0 || r.Lost > 0 || (!allowRegressions && r.Regressions > 0) {
+		return errors.New("lanes guarantee broken: " + r.String())
+	}
+	return nil
+}
+
+// Report checks every message of every session.
+func (l *Ledger) Report() Report {
+	calls, sent, dlq := l.snapshot()
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Start.Before(calls[j].Start) })
+	r := Report{Messages: len(sent), Calls: len(calls)}
+	note := func(format string, args ...any) {
+		if len(r.Details) < 10 {
+			r.Details = append(r.Details, fmt.Sprintf(format, args...))
+		}
+	}
+
+	// Resolve every call to its message; calls of unknown place drop out.
+	keys := make([]msgKey, len(calls))
+	known := make([]bool, len(calls))
+	sessions := map[string]bool{}
+	for _, k := range sent {
+		sessions[k.session] = true
+	}
+	finishAt := map[msgKey]time.Time{} // earliest end of a final call
+	oks := map[msgKey]int{}
+	for i, c := range calls {
+		k, ok := sent[c.EventID]
+		if !ok {
+			k, ok = msgKey{c.Session, c.Seq}, c.Seq >= 0
+		}
+		keys[i], known[i] = k, ok
+		if !ok {
+			continue
+		}
+		sessions[k.session] = true
+		if c.Final {
+			if t, seen := finishAt[k]; !seen || c.End.Before(t) {
+				finishAt[k] = c.End
+			}
+		}
+		if c.OK {
+			oks[k]++
+		}
+	}
+	r.Sessions = len(sessions)
+	for _, n := range oks {
+		r.Duplicates += n - 1
+	}
+	dead := map[msgKey]bool{}
+	for id := range dlq {
+		if k, ok := sent[id]; ok {
+			dead[k] = true
+			r.DeadLettered++
+		}
+	}
+
+	running := map[string]time.Time{} // session → latest end of its calls so far
+	maxSeen := map[[2]string]int{}    // member, session → highest seq handled
+	for i, c := range calls {
+		if !known[i] {
+			continue
+		}
+		k := keys[i]
+		if end, ok := running[k.session]; ok && c.Start.Before(end) {
+			r.Overlaps++
+			note("%s seq %d started at %s (member %s) while another call of the session ran", k.session, k.seq,
+				c.Start.Format("15:04:05.000000"), c.Member)
+		}
+		if end := running[k.session]; c.End.After(end) {
+			running[k.session] = c.End
+		}
+
+		mk := [2]string{c.Member, k.session}
+		if m, ok := maxSeen[mk]; ok && k.seq < m {
+			r.Regressions++
+			note("member %s: %s seq %d after seq %d", c.Member, k.session, k.seq, m)
+		}
+		if m, ok := maxSeen[mk]; !ok || k.seq > m {
+			maxSeen[mk] = k.seq
+		}
+
+		t, finished := finishAt[k]
+		if k.seq == 0 || !finished || t.Before(c.Start) {
+			continue // the first seq, or not a first delivery
+		}
+		prev := msgKey{k.session, k.seq - 1}
+		pt, ok := finishAt[prev]
+		if (ok && !pt.After(c.Start)) || (!ok && dead[prev]) {
+			continue // the previous one finished first, or was dead-lettered
+		}
+		r.Violations++
+		note("%s seq %d started at %s (member %s) before seq %d finished", k.session, k.seq,
+			c.Start.Format("15:04:05.000000"), c.Member, k.seq-1)
+	}
+
+	for id, k := range sent {
+		if _, ok := finishAt[k]; !ok {
+			if _, ok := dlq[id]; !ok {
+				r.Lost++
+				note("lost: %s seq %d (%s)", k.session, k.seq, id)
+			}
+		}
+	}
+	return r
+}
