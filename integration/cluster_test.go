@@ -126,6 +126,8 @@ type faults struct {
 	transient float64         // probability an attempt fails transiently
 	permanent map[string]bool // "session|seq" that fail permanently
 	work      time.Duration   // handler time per call (up to, uniformly)
+	slow      float64         // probability a call takes slowWork instead
+	slowWork  time.Duration
 }
 
 var errTransient = errors.New("injected transient failure")
@@ -139,7 +141,10 @@ func handler(member string, l *lanestest.Ledger, f faults) consumer.Handler {
 func faulty(f faults) consumer.Handler {
 	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
 		session, seq, _ := strings.Cut(string(m.Record.Value), "|")
-		if f.work > 0 {
+		switch {
+		case f.slow > 0 && rand.Float64() < f.slow:
+			time.Sleep(f.slowWork) // simulated work, not synchronisation
+		case f.work > 0:
 			time.Sleep(time.Duration(rand.Int64N(int64(f.work)))) // simulated work, not synchronisation
 		}
 		switch {
