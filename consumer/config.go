@@ -55,45 +55,53 @@ type Config struct {
 	// reaches a lane; returning false drops the record: it counts as done
 	// at once and is counted in Stats.Filtered. Default: keep everything.
 	Filter func(*kgo.Record) bool
-	// StartOffset is where a partition with no committed offset starts.
-	// Default: StartEarliest.
+	// StartOffset is where a partition with no committed offset starts,
+	// and also where one whose committed offset is out of range starts
+	// (below the log start after retention, or past the end after a
+	// truncation). The start position is committed at once, so a member
+	// that takes the partition over later starts there too, even if no
+	// record arrived meanwhile. Default: StartEarliest.
 	StartOffset StartOffset
 
 	// Shards is the number of dispatch shards (lock stripes over the
-	// session → lane maps). Default: 4 × GOMAXPROCS.
+	// session → lane maps). Default: [DefaultShardsPerCPU] × GOMAXPROCS.
 	Shards int
 	// SessionIdle ends a lane's goroutine after this long with nothing to
-	// do. Default: 30s.
+	// do. Default: [DefaultSessionIdle].
 	SessionIdle time.Duration
 	// HandlerTimeout bounds each handler attempt through its context; a
 	// handler that ignores its context is reported and its lane waits for
-	// it to return. Default: 1m.
+	// it to return. Default: [DefaultHandlerTimeout].
 	HandlerTimeout time.Duration
 	// Retry is the policy for handler errors. Default: see RetryPolicy.
 	Retry RetryPolicy
 
 	// MaxBufferedRecords bounds the records of one partition held in
-	// memory (queued in lanes plus in flight). When a partition reaches it,
+	// memory: queued in lanes, in flight, and finished above an unfinished
+	// one (a record holding the watermark holds every record fetched after
+	// it). When a partition reaches it,
 	// fetching that partition pauses; it resumes when the count falls to
 	// half. A poll can overshoot the bound by at most MaxPollRecords.
-	// Default: 1024.
+	// Default: [DefaultMaxBufferedRecords].
 	MaxBufferedRecords int
 	// MaxPollRecords is the most records taken from the client per poll.
-	// Default: 512.
+	// Default: [DefaultMaxPollRecords].
 	MaxPollRecords int
 	// FetchMaxWait is how long the broker may hold a fetch that has no new
 	// data. A resumed partition joins the next fetch only after the
 	// in-flight one returns, so this bounds how long backpressure keeps a
-	// drained partition idle. Default: 250ms (franz-go's own default is 5s).
+	// drained partition idle. Default: [DefaultFetchMaxWait] (franz-go's
+	// own default is 5s).
 	FetchMaxWait time.Duration
 	// CommitInterval is how often the watermarks of owned partitions are
-	// committed (only those that moved). Default: 1s.
+	// committed (only those that moved). Default: [DefaultCommitInterval].
 	CommitInterval time.Duration
-	// CommitTimeout bounds one commit request. Default: 10s.
+	// CommitTimeout bounds one commit request, and the shutdown's final
+	// commit and dead-letter flush together. Default: [DefaultCommitTimeout].
 	CommitTimeout time.Duration
 	// RevokeTimeout bounds how long a revoke waits for in-flight handlers
 	// of the revoked partitions before committing and letting the
-	// rebalance go on. Default: 30s.
+	// rebalance go on. Default: [DefaultRevokeTimeout].
 	RevokeTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight handlers
 	// after its context is cancelled. Default: [DefaultShutdownTimeout].
@@ -111,12 +119,12 @@ type Config struct {
 	// MaxCommitMetadataBytes caps the commit metadata. Keep it at or below
 	// the broker's offset.metadata.max.bytes (4096 by default); when the
 	// completed offsets do not fit, only the lowest of them are recorded.
-	// Default: 4096.
+	// Default: [DefaultMaxCommitMetadataBytes].
 	MaxCommitMetadataBytes int
 
 	// StallTimeout reports a partition whose watermark has not moved for
 	// this long while a record holds it: a warning, Stats.Stalls and
-	// PartitionStats.Stalled. Default: 5m.
+	// PartitionStats.Stalled. Default: [DefaultStallTimeout].
 	StallTimeout time.Duration
 	// SkipStalled, when set, also writes the record holding a stalled
 	// partition to the DLQ (reason "stalled") and counts its offset done, so
@@ -147,7 +155,9 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 
 	// ClientOptions are passed to franz-go after lanes' own options, for
-	// TLS, SASL, timeouts and anything else franz-go offers. Options that
+	// TLS, SASL, timeouts and anything else franz-go offers; they apply to
+	// the consumer's client and to the dead-letter producer's. kgo.WithContext
+	// must not be passed (lanes cancels its own to bound the group leave). Options that
 	// would break lanes' guarantees (auto-commit, a different group or
 	// topics) must not be passed.
 	ClientOptions []kgo.Opt
@@ -168,6 +178,7 @@ const (
 	DefaultStallTimeout       = 5 * time.Minute
 
 	DefaultMaxCommitMetadataBytes = 4096
+	DefaultShardsPerCPU           = 4
 )
 
 // validate checks cfg and returns a copy with defaults filled in.
@@ -208,7 +219,7 @@ func (cfg Config) validate() (Config, error) {
 		v    *int
 		def  int
 	}{
-		{"Shards", &cfg.Shards, 4 * runtime.GOMAXPROCS(0)},
+		{"Shards", &cfg.Shards, DefaultShardsPerCPU * runtime.GOMAXPROCS(0)},
 		{"MaxBufferedRecords", &cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
 		{"MaxPollRecords", &cfg.MaxPollRecords, DefaultMaxPollRecords},
 		{"MaxCommitMetadataBytes", &cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},

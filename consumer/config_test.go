@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// TestDefaults: every Default* constant is what New applies to a zero
+// field.
 func TestDefaults(t *testing.T) {
 	c, err := New(Config{Brokers: []string{"b:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"},
 		HandlerFunc(func(context.Context, *Message) error { return nil }))
@@ -68,10 +71,36 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := c.cfg
-	if cfg.SessionIdle != 30*time.Second || cfg.HandlerTimeout != time.Minute || cfg.CommitInterval != time.Second ||
-		cfg.Retry.InitialInterval != 100*time.Millisecond || cfg.Retry.Multiplier != 2 ||
-		cfg.Retry.MaxInterval != 10*time.Second || cfg.Shards < 4 || cfg.Logger == nil {
-		t.Fatalf("defaults not applied: %+v", cfg)
+	for _, d := range []struct {
+		name      string
+		got, want any
+	}{
+		{"SessionIdle", cfg.SessionIdle, DefaultSessionIdle},
+		{"HandlerTimeout", cfg.HandlerTimeout, DefaultHandlerTimeout},
+		{"MaxBufferedRecords", cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
+		{"MaxPollRecords", cfg.MaxPollRecords, DefaultMaxPollRecords},
+		{"FetchMaxWait", cfg.FetchMaxWait, DefaultFetchMaxWait},
+		{"CommitInterval", cfg.CommitInterval, DefaultCommitInterval},
+		{"CommitTimeout", cfg.CommitTimeout, DefaultCommitTimeout},
+		{"RevokeTimeout", cfg.RevokeTimeout, DefaultRevokeTimeout},
+		{"ShutdownTimeout", cfg.ShutdownTimeout, DefaultShutdownTimeout},
+		{"LeaveTimeout", cfg.LeaveTimeout, DefaultLeaveTimeout},
+		{"StallTimeout", cfg.StallTimeout, DefaultStallTimeout},
+		{"MaxCommitMetadataBytes", cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
+		{"Shards", cfg.Shards, DefaultShardsPerCPU * runtime.GOMAXPROCS(0)},
+		{"Retry.InitialInterval", cfg.Retry.InitialInterval, DefaultRetryInitial},
+		{"Retry.Multiplier", cfg.Retry.Multiplier, DefaultRetryMultiplier},
+		{"Retry.MaxInterval", cfg.Retry.MaxInterval, DefaultRetryMaxInterval},
+		{"Retry.Jitter", cfg.Retry.Jitter, DefaultRetryJitter},
+		{"Retry.MaxAttempts", cfg.Retry.MaxAttempts, DefaultRetryMaxAttempts},
+		{"Retry.MaxElapsed", cfg.Retry.MaxElapsed, DefaultRetryMaxElapsed},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s: New applied %v, its documented default is %v", d.name, d.got, d.want)
+		}
+	}
+	if cfg.Logger == nil || cfg.StartOffset != StartEarliest {
+		t.Errorf("Logger %v, StartOffset %v", cfg.Logger, cfg.StartOffset)
 	}
 }
 

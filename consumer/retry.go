@@ -14,23 +14,25 @@ import (
 // backoff from 100ms, ×2 per attempt, capped at 10s, ±50% jitter, at most 10
 // attempts and 2 minutes, then the dead-letter topic.
 type RetryPolicy struct {
-	// InitialInterval is the wait after the first failure. Default: 100ms.
+	// InitialInterval is the wait after the first failure. Default:
+	// [DefaultRetryInitial].
 	InitialInterval time.Duration
-	// Multiplier grows the wait after each failure. Default: 2.
+	// Multiplier grows the wait after each failure. Default: [DefaultRetryMultiplier].
 	Multiplier float64
-	// MaxInterval caps one wait. Default: 10s.
+	// MaxInterval caps one wait. Default: [DefaultRetryMaxInterval].
 	MaxInterval time.Duration
 	// Jitter is the randomization factor: each wait is drawn from
-	// [w·(1−Jitter), w·(1+Jitter)]. Must be in [0, 1]. Default: 0.5. Set
+	// [w·(1−Jitter), w·(1+Jitter)]. Must be in [0, 1]. Default: [DefaultRetryJitter]. Set
 	// NoJitter for none.
 	Jitter float64
 	// NoJitter turns jitter off (Jitter is then ignored).
 	NoJitter bool
 	// MaxAttempts is the retry budget by count: handler calls including the
-	// first. Default: 10.
+	// first. Default: [DefaultRetryMaxAttempts].
 	MaxAttempts int
 	// MaxElapsed is the retry budget by time, from the first attempt's
-	// start; once spent, no further attempt starts. Default: 2m.
+	// start; once spent, no further attempt starts. Default:
+	// [DefaultRetryMaxElapsed].
 	MaxElapsed time.Duration
 	// Forever retries without budget (MaxAttempts and MaxElapsed are
 	// ignored). Permanent errors are still dead-lettered when a
