@@ -55,6 +55,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	inflight := g("lanes.consumer.in_flight", "{record}", "Records whose handler is running, per partition.")
 	paused := g("lanes.consumer.paused", "", "1 while the partition's fetch is paused by backpressure.")
 	stalled := g("lanes.consumer.stalled", "", "1 while the partition is stalled (StallTimeout).")
+	blocked := g("lanes.consumer.dead_letter.blocked", "", "1 while the partition is held by a record whose dead-letter copy cannot be written (not retriable).")
 	sessions := g("lanes.consumer.sessions.active", "{session}", "Lanes (session goroutines) alive.")
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
@@ -67,6 +68,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 	rebalances := ctr("lanes.consumer.rebalances", "Partition assignments received.")
 	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
 	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
+	truncations := ctr("lanes.consumer.truncations", "Fetches that found their partition's log truncated (offsets reused).")
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +88,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 			o.ObserveInt64(inflight, int64(p.InFlight), at)
 			o.ObserveInt64(paused, boolInt(p.Paused), at)
 			o.ObserveInt64(stalled, boolInt(p.Stalled), at)
+			o.ObserveInt64(blocked, boolInt(p.DeadLetterBlockedAt >= 0), at)
 			o.ObserveFloat64(wmAge, p.WatermarkAge.Seconds(), at)
 		}
 		o.ObserveInt64(sessions, int64(st.ActiveSessions), out.group)
@@ -96,13 +99,14 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 		o.ObserveInt64(rebalances, st.Rebalances, out.group)
 		o.ObserveInt64(commitFail, st.CommitFailures, out.group)
 		o.ObserveInt64(panics, st.Panics, out.group)
+		o.ObserveInt64(truncations, st.Truncations, out.group)
 		for reason, n := range st.DeadLetteredByReason {
 			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
 				attribute.String("messaging.consumer.group.name", c.cfg.Group)))
 		}
 		return nil
-	}, lag, committed, buffered, inflight, paused, stalled, sessions, wmAge,
-		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics)
+	}, lag, committed, buffered, inflight, paused, stalled, blocked, sessions, wmAge,
+		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics, truncations)
 	return out, err
 }
 
