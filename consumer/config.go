@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -12,10 +11,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// ErrConfig is wrapped by every error [New] returns for a bad Config; the
-// message names the field.
-var ErrConfig = errors.New("consumer: bad config")
 
 // StartOffset says where a group with no committed offset for a partition
 // starts reading it.

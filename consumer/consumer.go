@@ -4,23 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-)
-
-// Errors returned by Run.
-var (
-	// ErrRunTwice: Run was called on a consumer that already ran.
-	ErrRunTwice = errors.New("consumer: Run called more than once")
-	// ErrUnfinished is wrapped by Run's error when the shutdown drain did
-	// not finish every in-flight record within ShutdownTimeout.
-	ErrUnfinished = errors.New("consumer: shutdown left work unfinished")
 )
 
 // Consumer runs the lanes pipeline over one consumer-group member. Create it
@@ -43,7 +36,7 @@ type Consumer struct {
 
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
-	lanesWG    sync.WaitGroup
+	lanes      *laneSet
 	stop       chan struct{} // closed to end every lane goroutine
 	ran        atomic.Bool
 	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
@@ -63,12 +56,13 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow(), stop: make(chan struct{})}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
-	if c.metrics, err = newMetrics(c, cfg.MeterProvider); err != nil {
+	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
 	}
+	c.lanes = &laneSet{process: c.process, idle: cfg.SessionIdle, stop: c.stop}
 	c.shards = make([]*shard, cfg.Shards)
 	for i := range c.shards {
-		c.shards[i] = &shard{c: c, lanes: map[string]*lane{}}
+		c.shards[i] = &shard{lanesOf: c.lanes, lanes: map[string]*lane{}}
 	}
 	return c, nil
 }
@@ -180,7 +174,7 @@ func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
 
 	c.cancelWork()
 	close(c.stop)
-	c.lanesWG.Wait()
+	c.lanes.wg.Wait()
 	if c.dlq != nil {
 		if err := c.dlq.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("consumer: close dead-letter client: %w", err))
@@ -210,4 +204,48 @@ func (c *Consumer) leave() {
 		c.log().Warn().Err(err).Dur("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
 		c.cancelClient()
 	}
+}
+
+// Stats returns a snapshot of the consumer's counters and of every owned
+// partition. It is safe to call at any time, from any goroutine.
+func (c *Consumer) Stats() Stats {
+	s := &c.stats
+	out := Stats{
+		ActiveSessions:     int(c.lanes.alive.Load()),
+		Processed:          s.processed.Load(),
+		Retries:            s.retries.Load(),
+		DeadLetterFailures: s.dlqFailures.Load(),
+		DeadLetterBlocked:  s.dlqBlocked.Load(),
+		Truncations:        s.truncations.Load(),
+		Filtered:           s.filtered.Load(),
+		SkippedDone:        s.skippedDone.Load(),
+		Panics:             s.panics.Load(),
+		SlowHandlers:       s.slowHandlers.Load(),
+		Rebalances:         s.rebalances.Load(),
+		Stalls:             s.stalls.Load(),
+		Commits:            s.commits.Load(),
+		CommitFailures:     s.commitFailures.Load(),
+	}
+	if n := out.Commits + out.CommitFailures; n > 0 {
+		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)
+	}
+	s.dlqMu.Lock()
+	out.DeadLettered = s.dlq
+	out.DeadLetteredByReason = make(map[string]int64, len(s.dlqByWhy))
+	for k, v := range s.dlqByWhy {
+		out.DeadLetteredByReason[k] = v
+	}
+	s.dlqMu.Unlock()
+	now := time.Now()
+	for _, p := range c.own.all() {
+		out.Partitions = append(out.Partitions, p.stats(now))
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool {
+		a, b := out.Partitions[i], out.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
 }

@@ -15,8 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ErrHandlerPanic is wrapped by the error a recovered handler panic becomes.
-var ErrHandlerPanic = errors.New("consumer: handler panicked")
+// process runs one record through the handler (with retries and, when
+// needed, the DLQ) and reports the outcome to its partition.
+func (c *Consumer) process(l *lane, w *work) {
+	if !w.p.start(w.seq) {
+		return // fenced (the next owner reads it again), or skipped as stalled
+	}
+	w.p.finish(w.seq, c.deliver(l, w))
+}
 
 // deliver calls the handler for w until it succeeds, the retry budget is
 // spent or the error is permanent (then the record goes to the DLQ), the
@@ -133,4 +139,64 @@ var noSpan = trace.SpanFromContext(context.Background())
 func (c *Consumer) recordLog(span trace.Span, w *work) zerolog.Logger {
 	l := c.log().With().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).Int64("offset", w.rec.Offset).Logger()
 	return tracing.Logger(trace.ContextWithSpan(context.Background(), span), l, w.session, w.msg.EventID)
+}
+
+// deadLetter writes w's record to the DLQ and, once the broker acknowledged
+// it, marks it done. It holds the record's claim, so the stall skipper never
+// writes a second copy; a record the skipper finished first is left alone
+// (false). A failed write is retried for as long as the partition is ours:
+// progress is never bought with data. A retriable failure is retried with
+// backoff; one that is not holds the partition, reported in Stats and the
+// log, and is tried again every Retry.MaxInterval, until an operator acts
+// (docs/consumer.md: a dead-letter copy that cannot be written).
+func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, span trace.Span) bool {
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return false // skipped as stalled: the skipper wrote its copy
+	}
+	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = c.cfg.Retry.InitialInterval
+	bo.MaxInterval = c.cfg.Retry.MaxInterval
+	bo.MaxElapsedTime = 0
+	for {
+		ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
+		err := c.dlq.write(ctx, rec)
+		cancel()
+		if err == nil {
+			w.p.markDone(w.seq)
+			w.p.dlqWritten(w.rec.Offset)
+			c.stats.deadLettered(reason)
+			l := c.recordLog(span, w)
+			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
+			return true
+		}
+		wait := c.reportDLQFailure(w, span, err)
+		if retriable(err) {
+			wait = bo.NextBackOff()
+		}
+		if !w.p.waitRetry(w.seq, wait) {
+			return false
+		}
+	}
+}
+
+// reportDLQFailure counts and reports a failed DLQ write of w's record, and
+// returns the wait before the next try of a write that is not retriable.
+func (c *Consumer) reportDLQFailure(w *work, span trace.Span, err error) time.Duration {
+	c.stats.dlqFailures.Add(1)
+	first := w.p.dlqFailure(w.rec.Offset, err, time.Now())
+	l := c.recordLog(span, w)
+	switch {
+	case !retriable(err) && first:
+		c.stats.dlqBlocked.Add(1)
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Int("dlq_max_message_bytes", c.dlq.limit).
+			Msg("dead-letter copy cannot be written (not retriable): partition held; see PartitionStats.DeadLetterError")
+	case first:
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("dead-letter write failed; retrying, partition held")
+	default:
+		l.Debug().Err(err).Msg("dead-letter write failed again")
+	}
+	return c.cfg.Retry.MaxInterval
 }

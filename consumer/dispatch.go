@@ -2,28 +2,11 @@ package consumer
 
 import (
 	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// work is one record on its way through a lane.
-type work struct {
-	rec     *kgo.Record
-	p       *partition
-	seq     uint64
-	session string
-	lane    string
-	msg     Message    // handed to the handler; part of work to save an allocation
-	first   attemptCtx // the first attempt's context, likewise
-
-	// claim is held by whoever finishes the record, its lane or the stall
-	// skipper, while deciding and writing its outcome: one outcome, one
-	// dead-letter copy.
-	claim sync.Mutex
-}
 
 // dispatch routes one poll's records, in partition order, to their lanes.
 // It runs on the poll loop, between PollRecords and AllowRebalance, so no
@@ -51,7 +34,10 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 			drop[i] = !c.cfg.Filter(r)
 		}
 	}
-	out, filtered, prior, cut := p.admit(ftp.Records, ftp.HighWatermark, drop, make([]*work, 0, len(ftp.Records)))
+	out := make([]*work, 0, len(ftp.Records))
+	filtered, prior, cut := p.admit(ftp.Records, ftp.HighWatermark, drop, func(i int, seq uint64) {
+		out = append(out, &work{rec: ftp.Records[i], p: p, seq: seq})
+	})
 	if filtered > 0 {
 		c.stats.filtered.Add(int64(filtered))
 	}

@@ -28,8 +28,8 @@ func TestLateWorkIsFenced(t *testing.T) {
 
 	old := c.own.assign(map[string][]int32{"t": {0}}, 100, nil)[0]
 	rec := &kgo.Record{Topic: "t", Partition: 0, Offset: 7, Key: []byte("s")}
-	ws, _, _, _ := old.admit([]*kgo.Record{rec}, 8, nil, nil)
-	w := ws[0]
+	var w *work
+	old.admit([]*kgo.Record{rec}, 8, nil, func(_ int, seq uint64) { w = &work{rec: rec, p: old, seq: seq} })
 	l := &lane{key: "s", wake: make(chan struct{}, 1)}
 
 	done := make(chan struct{})
@@ -39,7 +39,8 @@ func TestLateWorkIsFenced(t *testing.T) {
 	c.own.release(c.own.lookup(map[string][]int32{"t": {0}}))        // revoked: fenced, no longer owned
 	fresh := c.own.assign(map[string][]int32{"t": {0}}, 100, nil)[0] // assigned again: a new epoch
 	fresh.resume(7, nil, "")                                         // the new owner starts at the committed offset
-	if ws, _, _, _ := fresh.admit([]*kgo.Record{rec}, 8, nil, nil); len(ws) != 1 {
+	n := 0
+	if fresh.admit([]*kgo.Record{rec}, 8, nil, func(int, uint64) { n++ }); n != 1 {
 		t.Fatal("new assignment refused offset 7")
 	}
 

@@ -6,16 +6,44 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// work is one record on its way through a lane.
+type work struct {
+	rec     *kgo.Record
+	p       *partition
+	seq     uint64
+	session string
+	lane    string
+	msg     Message    // handed to the handler; part of work to save an allocation
+	first   attemptCtx // the first attempt's context, likewise
+
+	// claim is held by whoever finishes the record, its lane or the stall
+	// skipper, while deciding and writing its outcome: one outcome, one
+	// dead-letter copy.
+	claim sync.Mutex
+}
 
 // shard is one stripe of the session → lane map. A record's shard is
 // Jump(Sum64(lane), Shards), so one session always lands on one shard and
 // sessions spread evenly over shards regardless of their partition.
 type shard struct {
-	c     *Consumer
-	mu    sync.Mutex
-	lanes map[string]*lane
+	lanesOf *laneSet // what every shard shares
+	mu      sync.Mutex
+	lanes   map[string]*lane
+}
+
+// laneSet is what the shards share: how a lane handles a record, how long
+// an idle lane lives, the stop signal, the count of lanes alive, and the
+// wait group their goroutines are in (the consumer waits on it).
+type laneSet struct {
+	process func(*lane, *work)
+	idle    time.Duration
+	stop    <-chan struct{}
+	alive   atomic.Int64
+	wg      sync.WaitGroup
 }
 
 // lane is one active session: its queue, and the goroutine that drains it
@@ -60,8 +88,8 @@ func (s *shard) enqueue(w *work) {
 		key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
 		l = &lane{key: key, wake: make(chan struct{}, 1)}
 		s.lanes[key] = l
-		s.c.stats.lanes.Add(1)
-		s.c.lanesWG.Add(1)
+		s.lanesOf.alive.Add(1)
+		s.lanesOf.wg.Add(1)
 		go s.run(l)
 	}
 	l.queue = append(l.queue, w)
@@ -96,43 +124,35 @@ func (s *shard) retire(l *lane) bool {
 		return false
 	}
 	delete(s.lanes, l.key)
-	s.c.stats.lanes.Add(-1)
+	s.lanesOf.alive.Add(-1)
 	return true
 }
 
 // run is the lane's goroutine: it handles queued records in order and ends
 // after SessionIdle with nothing to do, or when the consumer stops.
 func (s *shard) run(l *lane) {
-	defer s.c.lanesWG.Done()
-	idle := time.NewTimer(s.c.cfg.SessionIdle)
+	set := s.lanesOf
+	defer set.wg.Done()
+	idle := time.NewTimer(set.idle)
 	defer idle.Stop()
 	for {
 		if w := s.next(l); w != nil {
-			s.c.process(l, w)
+			set.process(l, w)
 			continue
 		}
-		idle.Reset(s.c.cfg.SessionIdle)
+		idle.Reset(set.idle)
 		select {
 		case <-l.wake:
 		case <-idle.C:
 			if s.retire(l) {
 				return
 			}
-		case <-s.c.stop:
+		case <-set.stop:
 			s.mu.Lock()
 			delete(s.lanes, l.key)
-			s.c.stats.lanes.Add(-1)
+			set.alive.Add(-1)
 			s.mu.Unlock()
 			return
 		}
 	}
-}
-
-// process runs one record through the handler (with retries and, when
-// needed, the DLQ) and reports the outcome to its partition.
-func (c *Consumer) process(l *lane, w *work) {
-	if !w.p.start(w.seq) {
-		return // fenced (the next owner reads it again), or skipped as stalled
-	}
-	w.p.finish(w.seq, c.deliver(l, w))
 }

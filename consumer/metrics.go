@@ -23,12 +23,12 @@ type metrics struct {
 	reg        metric.Registration
 }
 
-func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
+func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(tracing.ScopeName)
-	out := &metrics{group: metric.WithAttributeSet(attribute.NewSet(attribute.String("messaging.consumer.group.name", c.cfg.Group)))}
+	out := &metrics{group: metric.WithAttributeSet(attribute.NewSet(attribute.String("messaging.consumer.group.name", group)))}
 	out.record = []metric.RecordOption{out.group}
 	var err error
 	if out.handlerDur, err = m.Float64Histogram("lanes.consumer.handler.duration", metric.WithUnit("s"),
@@ -73,11 +73,11 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	out.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		st := c.Stats()
+		st := stats()
 		for _, p := range st.Partitions {
 			at := metric.WithAttributes(attribute.String("messaging.destination.name", p.Topic),
 				attribute.Int("messaging.destination.partition.id", int(p.Partition)),
-				attribute.String("messaging.consumer.group.name", c.cfg.Group))
+				attribute.String("messaging.consumer.group.name", group))
 			if p.Lag >= 0 {
 				o.ObserveInt64(lag, p.Lag, at)
 			}
@@ -102,7 +102,7 @@ func newMetrics(c *Consumer, mp metric.MeterProvider) (*metrics, error) {
 		o.ObserveInt64(truncations, st.Truncations, out.group)
 		for reason, n := range st.DeadLetteredByReason {
 			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
-				attribute.String("messaging.consumer.group.name", c.cfg.Group)))
+				attribute.String("messaging.consumer.group.name", group)))
 		}
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, sessions, wmAge,

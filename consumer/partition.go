@@ -93,16 +93,17 @@ func (p *partition) unlock(flipped bool) {
 	}
 }
 
-// admit registers one fetch's records, in offset order, and appends the
-// ones to run to out. drop holds Filter's verdicts (nil: keep all).
+// admit registers one fetch's records, in offset order, and calls run with
+// the index and sequence number of each record to hand to a lane. drop
+// holds Filter's verdicts (nil: keep all).
 // Records the commit metadata lists as completed, and filtered ones, are
 // done at once. A fenced partition admits nothing: its next owner reads the
 // records again.
-func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, out []*work) (_ []*work, filtered, prior, truncated int) {
+func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i int, seq uint64)) (filtered, prior, truncated int) {
 	p.mu.Lock()
 	if p.fenced {
 		p.mu.Unlock()
-		return out, 0, 0, 0
+		return 0, 0, 0
 	}
 	p.hwm = hwm
 	for i, r := range recs {
@@ -120,11 +121,11 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, out []*wor
 			filtered++
 		default:
 			p.queued++
-			out = append(out, &work{rec: r, p: p, seq: seq})
+			run(i, seq)
 		}
 	}
 	p.unlock(p.settleLocked())
-	return out, filtered, prior, truncated
+	return filtered, prior, truncated
 }
 
 // start moves a queued record to running. It reports false, and the record
@@ -320,9 +321,9 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64
 	return held, p.stalled, fresh, p.movedAt
 }
 
-// dlqFailed records that the dead-letter copy of the record at offset could
+// dlqFailure records that the dead-letter copy of the record at offset could
 // not be written; it reports whether this is the first failure for it.
-func (p *partition) dlqFailed(offset int64, err error, now time.Time) bool {
+func (p *partition) dlqFailure(offset int64, err error, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dlqErr = err.Error()

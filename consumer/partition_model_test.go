@@ -106,7 +106,8 @@ func (m *partModel) fetch() {
 		drop[i] = m.rng.IntN(8) == 0
 		m.next += 1 + int64(m.rng.IntN(2))
 	}
-	ws, _, _, _ := m.p.admit(recs, m.next, drop, nil)
+	var ws []*work
+	m.p.admit(recs, m.next, drop, func(i int, seq uint64) { ws = append(ws, &work{rec: recs[i], seq: seq}) })
 	m.logf("fetch %d..%d fenced=%v -> %d to lanes", recs[0].Offset, recs[n-1].Offset, m.fenced, len(ws))
 	if m.fenced {
 		if len(ws) != 0 {

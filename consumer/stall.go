@@ -81,7 +81,7 @@ func (c *Consumer) skipStalled(w *work, l *lane) {
 	defer cancel()
 	if err := c.dlq.write(ctx, rec); err != nil {
 		c.stats.dlqFailures.Add(1)
-		w.p.dlqFailed(w.rec.Offset, err, time.Now())
+		w.p.dlqFailure(w.rec.Offset, err, time.Now())
 		c.log().Error().Err(err).Int64("offset", w.rec.Offset).Msg("stalled record: dead-letter write failed; will retry")
 		return
 	}

@@ -1,0 +1,18 @@
+package consumer
+
+import "errors"
+
+// Errors callers branch on.
+var (
+	// ErrConfig is wrapped by every error [New] returns for a bad Config;
+	// the message names the field.
+	ErrConfig = errors.New("consumer: bad config")
+	// ErrRunTwice: Run was called on a consumer that already ran.
+	ErrRunTwice = errors.New("consumer: Run called more than once")
+	// ErrUnfinished is wrapped by Run's error when the shutdown drain did
+	// not finish every in-flight record within ShutdownTimeout.
+	ErrUnfinished = errors.New("consumer: shutdown left work unfinished")
+	// ErrHandlerPanic is wrapped by the error a recovered handler panic
+	// becomes.
+	ErrHandlerPanic = errors.New("consumer: handler panicked")
+)
