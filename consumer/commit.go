@@ -97,13 +97,13 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 // one error naming each failed partition.
 func commitErr(resp *kmsg.OffsetCommitResponse, reqErr error) error {
 	if reqErr != nil {
-		return fmt.Errorf("consumer: commit: %w", reqErr)
+		return fmt.Errorf("%w: %w", ErrCommit, reqErr)
 	}
 	var errs []error
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-				errs = append(errs, fmt.Errorf("consumer: commit %s partition %d: %w", t.Topic, p.Partition, e))
+				errs = append(errs, fmt.Errorf("%w: %s partition %d: %w", ErrCommit, t.Topic, p.Partition, e))
 			}
 		}
 	}

@@ -12,6 +12,11 @@ var (
 	// ErrUnfinished is wrapped by Run's error when the shutdown drain did
 	// not finish every in-flight record within ShutdownTimeout.
 	ErrUnfinished = errors.New("consumer: shutdown left work unfinished")
+	// ErrCommit is wrapped by a failed commit, and so by Run's error when
+	// its final commit failed (for example because a rebalance moved the
+	// partitions meanwhile): the next owner starts from the last commit
+	// that succeeded and runs the rest again.
+	ErrCommit = errors.New("consumer: commit failed")
 	// ErrHandlerPanic is wrapped by the error a recovered handler panic
 	// becomes.
 	ErrHandlerPanic = errors.New("consumer: handler panicked")
