@@ -14,16 +14,16 @@ import (
 )
 
 // commitLoop commits every owned partition's watermark each CommitInterval
-// until stop is closed.
-func (c *Consumer) commitLoop(stop <-chan struct{}) {
+// until ctx ends; a commit under way ends with it.
+func (c *Consumer) commitLoop(bg context.Context) {
 	t := time.NewTicker(c.cfg.CommitInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-bg.Done():
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
+			ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 			parts := c.own.all()
 			if err := c.commit(ctx, parts); err != nil {
 				c.log().Warn().Err(err).Msg("periodic commit failed; will retry next interval")

@@ -20,7 +20,8 @@ const (
 	// StartEarliest reads from the oldest retained record (the default):
 	// a new group processes the topic's whole history.
 	StartEarliest StartOffset = iota
-	// StartLatest reads only records produced after the group first joins.
+	// StartLatest reads only records produced after the partition is first
+	// assigned to the group (from the end offset the client lists then).
 	StartLatest
 )
 
@@ -151,8 +152,10 @@ type Config struct {
 
 	// ClientOptions are passed to franz-go after lanes' own options, for
 	// TLS, SASL, timeouts and anything else franz-go offers; they apply to
-	// the consumer's client and to the dead-letter producer's. kgo.WithContext
-	// must not be passed (lanes cancels its own to bound the group leave). Options that
+	// the consumer's client and to the dead-letter producer's. Not to be
+	// passed: kgo.WithContext (lanes cancels its own to bound the group
+	// leave) and kgo.ConsumeResetOffset (use StartOffset: lanes commits the
+	// start position it lists, which must be where the client starts). Options that
 	// would break lanes' guarantees (auto-commit, a different group or
 	// topics) must not be passed.
 	ClientOptions []kgo.Opt

@@ -93,7 +93,8 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 
 // Run joins the group and processes records until ctx is cancelled, then
 // shuts down: it stops fetching, waits (at most ShutdownTimeout) for
-// in-flight handlers, commits every owned partition's watermark, leaves the
+// in-flight handlers, cancels the contexts of those still running and waits
+// for them to return, commits every owned partition's watermark, leaves the
 // group and returns. Partitions stay owned until their final commit: a
 // rebalance during the drain waits for it. Run returns within
 // ShutdownTimeout + CommitTimeout + LeaveTimeout of the cancellation,
@@ -124,15 +125,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	defer c.cancelWork()
 
+	// The background loops, and every request they make, end when bgCtx
+	// is cancelled at the start of the shutdown.
 	var bg sync.WaitGroup
-	bgStop := make(chan struct{})
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
 	bg.Add(3)
-	go func() { defer bg.Done(); c.flow.run(bgStop) }()
-	go func() { defer bg.Done(); c.commitLoop(bgStop) }()
-	go func() { defer bg.Done(); c.watchdog(bgStop) }()
+	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
+	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
+	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
 
 	c.poll(ctx)
-	err = c.shutdown(bgStop, &bg)
+	err = c.shutdown(stopBg, &bg)
 	c.metrics.close()
 	return err
 }
@@ -156,10 +160,16 @@ func (c *Consumer) poll(ctx context.Context) {
 	c.client.AllowRebalance()
 }
 
-// shutdown drains, commits, releases, leaves and closes; see Run.
-func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
-	close(bgStop)
+// shutdown drains, cancels what is left, commits, releases, leaves and
+// closes; see Run. Handlers are cancelled, and lanes have ended, before
+// any partition is released: a session never runs here after the group
+// may have handed its partition to another member.
+func (c *Consumer) shutdown(stopBg context.CancelFunc, bg *sync.WaitGroup) error {
+	stopBg()
 	left := waitDrained(context.Background(), c.own.stop(), c.cfg.ShutdownTimeout)
+	c.cancelWork() // handlers still running, retry waits and DLQ writes end
+	close(c.stop)
+	c.lanes.wg.Wait()
 	bg.Wait()
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
@@ -171,10 +181,6 @@ func (c *Consumer) shutdown(bgStop chan struct{}, bg *sync.WaitGroup) error {
 	}
 	c.own.release(owned)
 	c.leave()
-
-	c.cancelWork()
-	close(c.stop)
-	c.lanes.wg.Wait()
 	if c.dlq != nil {
 		if err := c.dlq.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("consumer: close dead-letter client: %w", err))

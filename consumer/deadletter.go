@@ -125,9 +125,23 @@ func cut(s string, n int) string {
 // again after a failed write would carry that write's cancelled context and
 // fail at once, forever (a DLQ topic created after the consumer started
 // was never written to).
+//
+// It returns when ctx ends even if the broker never answers: the
+// idempotent producer does not give up on a request it sent, so a write
+// that waited for the promise alone could hold a lane, a revoke's drain or
+// the shutdown forever. A write abandoned that way may still land: the
+// record's next try can then leave a second copy (at-least-once, like every
+// write).
 func (d *deadLetters) write(ctx context.Context, rec *kgo.Record) error {
 	r := *rec
-	return d.client.ProduceSync(ctx, &r).FirstErr()
+	done := make(chan error, 1)
+	d.client.Produce(ctx, &r, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // close flushes what is buffered (bounded by ctx) and closes the client.

@@ -187,3 +187,45 @@ func TestShutdownBoundedDuringRebalance(t *testing.T) {
 		t.Fatalf("Run returned %v after cancel, bound %v", took, bound)
 	}
 }
+
+// TestShutdownBoundedWithUnansweredDLQ: the broker takes the DLQ write and
+// never answers (it died mid-request). The idempotent producer never gives
+// up on a sent request, so the write must end with its context: the lane,
+// and Run, are not held past the shutdown bound.
+func TestShutdownBoundedWithUnansweredDLQ(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "a|0")
+	sent := make(chan struct{})
+	first := true
+	e.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		if first {
+			first = false
+			close(sent)
+		}
+		return nil, nil, true // never answer
+	})
+	rec := newRecorder(1, func(context.Context, *Message) error { return Permanent(errors.New("poison")) })
+	cfg := e.config("g-dlq-silent", "chats")
+	cfg.ShutdownTimeout, cfg.CommitTimeout, cfg.LeaveTimeout = 500*time.Millisecond, time.Second, time.Second
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, wait := runMember(t, c, "A")
+	select {
+	case <-sent:
+	case <-time.After(testTimeout):
+		t.Fatal("no DLQ write reached the broker")
+	}
+	began := time.Now()
+	stop()
+	err = wait()
+	bound := cfg.ShutdownTimeout + cfg.CommitTimeout + cfg.LeaveTimeout + 5*time.Second
+	if took := time.Since(began); took > bound {
+		t.Fatalf("Run returned %v after cancel, bound %v", took, bound)
+	}
+	if !errors.Is(err, ErrUnfinished) {
+		t.Fatalf("Run: %v, want ErrUnfinished (the record's DLQ write never finished)", err)
+	}
+}

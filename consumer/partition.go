@@ -106,6 +106,12 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 		return 0, 0, 0
 	}
 	p.hwm = hwm
+	if len(recs) > 0 && p.tr.next < 0 && recs[0].Offset < p.committed {
+		// The committed offset is past the log's end: truncated since the
+		// commit, and the client reset. The metadata described the old log.
+		truncated++
+		p.prior = skipper{}
+	}
 	for i, r := range recs {
 		seq, cut := p.tr.fetched(r.Offset)
 		if cut {
@@ -304,21 +310,22 @@ func (p *partition) startAt(offset int64) {
 	}
 }
 
-// stallCheck samples the watermark for the stall watch: held is the offset
-// holding it (ok false: nothing pending), stalled whether it has not moved
-// for timeout, fresh whether this check is the first to see that.
-func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64, stalled, fresh bool, since time.Time) {
+// stallCheck samples the watermark for the stall watch: held and seq are
+// the offset and sequence number of the record holding it, stalled whether
+// it has not moved for timeout, fresh whether this check is the first to
+// see that.
+func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64, seq uint64, stalled, fresh bool, since time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	wm := p.tr.watermark()
 	held, pending := p.tr.heldBy()
 	if wm != p.lastWM || !pending || p.fenced {
 		p.lastWM, p.movedAt, p.stalled = wm, now, false
-		return 0, false, false, now
+		return 0, 0, false, false, now
 	}
 	fresh = !p.stalled && now.Sub(p.movedAt) >= timeout
 	p.stalled = p.stalled || fresh
-	return held, p.stalled, fresh, p.movedAt
+	return held, p.tr.head, p.stalled, fresh, p.movedAt
 }
 
 // dlqFailure records that the dead-letter copy of the record at offset could

@@ -44,7 +44,12 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	for _, p := range parts {
 		t, id := p.key.topic, p.key.partition
 		r, ok := resps.Lookup(t, id)
-		if !ok || r.Err != nil || r.At < 0 {
+		switch {
+		case ok && r.Err != nil:
+			c.log().Warn().Err(r.Err).Str("topic", t).Int32("partition", id).
+				Msg("assign: cannot read the committed offset; its position is committed once records arrive")
+			continue
+		case !ok || r.At < 0:
 			fresh = append(fresh, p)
 			continue
 		}

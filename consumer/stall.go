@@ -13,13 +13,13 @@ import (
 // StallTimeout while a record holds it, and with SkipStalled dead-letters
 // that record so the partition moves on. It runs on the watchdog goroutine;
 // the hot path pays nothing for it (the watchdog samples watermarks).
-func (c *Consumer) checkStalls(now time.Time) {
+func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 	for _, p := range c.own.all() {
-		held, stalled, fresh, since := p.stallCheck(now, c.cfg.StallTimeout)
+		held, seq, stalled, fresh, since := p.stallCheck(now, c.cfg.StallTimeout)
 		if !stalled {
 			continue
 		}
-		w, l, attempt := c.holder(p, held)
+		w, l, attempt := c.holder(p, seq)
 		if fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
@@ -30,23 +30,25 @@ func (c *Consumer) checkStalls(now time.Time) {
 			ev.Msg("partition stalled: its watermark has not moved for StallTimeout")
 		}
 		if c.cfg.SkipStalled && w != nil && c.dlq != nil {
-			c.skipStalled(w, l)
+			c.skipStalled(bg, w, l)
 		}
 	}
 }
 
-// holder finds the work holding p at offset held: running or retrying in a
-// lane, or queued in one. attempt is 0 when it has not started.
-func (c *Consumer) holder(p *partition, held int64) (*work, *lane, int) {
+// holder finds the work holding p (sequence number seq): running or
+// retrying in a lane, or queued in one. attempt is 0 when it has not
+// started. The sequence number, not the offset, names it: after a log
+// truncation a retired record may share the offset.
+func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
-			if w := l.cur.Load(); w != nil && w.p == p && w.rec.Offset == held {
+			if w := l.cur.Load(); w != nil && w.p == p && w.seq == seq {
 				s.mu.Unlock()
 				return w, l, int(l.attempt.Load())
 			}
 			for _, w := range l.queue {
-				if w.p == p && w.rec.Offset == held {
+				if w.p == p && w.seq == seq {
 					s.mu.Unlock()
 					return w, nil, 0
 				}
@@ -64,7 +66,7 @@ func (c *Consumer) holder(p *partition, held int64) (*work, *lane, int) {
 // makes no further attempt and takes the session's next message once the
 // handler under way (if any) returns. A failed write is tried again at the
 // next check.
-func (c *Consumer) skipStalled(w *work, l *lane) {
+func (c *Consumer) skipStalled(bg context.Context, w *work, l *lane) {
 	if !w.claim.TryLock() {
 		return
 	}
@@ -77,7 +79,7 @@ func (c *Consumer) skipStalled(w *work, l *lane) {
 		attempt = int(l.attempt.Load())
 	}
 	rec := c.dlq.record(w.rec, "stalled: watermark held past StallTimeout", ReasonStalled, attempt)
-	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
+	ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 	defer cancel()
 	if err := c.dlq.write(ctx, rec); err != nil {
 		c.stats.dlqFailures.Add(1)

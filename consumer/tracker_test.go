@@ -3,6 +3,8 @@ package consumer
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestTrackerWatermark(t *testing.T) {
@@ -205,4 +207,25 @@ func BenchmarkTrackerMarkAdvance(b *testing.B) {
 		}
 	}
 	_ = tr.watermark()
+}
+
+// TestTruncatedBelowCommit: the group committed 100 with offsets 105..110
+// listed as completed; the log was then truncated below 100 (an unclean
+// leader election), so the client resets and fetches from 0. The metadata
+// describes the old log: none of the new records may be skipped by it.
+func TestTruncatedBelowCommit(t *testing.T) {
+	p := newPartition(partKey{"t", 0}, 1, 1<<20, nil)
+	p.resume(100, []offRange{{105, 110}}, "meta")
+	var recs []*kgo.Record
+	for o := int64(0); o < 120; o++ {
+		recs = append(recs, &kgo.Record{Topic: "t", Offset: o})
+	}
+	n := 0
+	_, prior, cut := p.admit(recs, 120, nil, func(int, uint64) { n++ })
+	if prior != 0 || n != 120 || cut != 1 {
+		t.Fatalf("%d to lanes, %d skipped as completed before, %d truncations; want 120, 0, 1", n, prior, cut)
+	}
+	if cp, ok := p.toCommit(4096); !ok || cp.offset != 0 || cp.meta != "" {
+		t.Fatalf("commit %+v %v: want offset 0 with no completed offsets", cp, ok)
+	}
 }

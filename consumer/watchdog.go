@@ -1,23 +1,26 @@
 package consumer
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // watchdog reports handler attempts that run past HandlerTimeout plus a
 // grace period (handlers that ignore their context), and stalled partitions
 // (stall.go). Their lanes keep waiting
 // for them (order is never given up), so the report is the operator's cue.
 // It runs every half HandlerTimeout or quarter StallTimeout, within 10ms..1s.
-func (c *Consumer) watchdog(stop <-chan struct{}) {
+func (c *Consumer) watchdog(bg context.Context) {
 	every := min(max(min(c.cfg.HandlerTimeout/2, c.cfg.StallTimeout/4), 10*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-bg.Done():
 			return
 		case now := <-t.C:
 			c.scanSlow(now)
-			c.checkStalls(now)
+			c.checkStalls(bg, now)
 		}
 	}
 }
