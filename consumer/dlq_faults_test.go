@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"math/rand/v2"
 	"errors"
 	"strings"
 	"testing"
@@ -27,10 +28,16 @@ func (e *env) createTopic(topic, maxMessageBytes string) {
 	}
 }
 
-// produceSized writes one record of session s with a value of n bytes.
+// produceSized writes one record of session s with a value of n bytes that
+// do not compress (brokers measure max.message.bytes after compression).
 func (e *env) produceSized(topic, s string, n int) {
 	e.t.Helper()
-	v := []byte(s + "|" + strings.Repeat("x", n-len(s)-1))
+	v := make([]byte, n)
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	for i := range v {
+		v[i] = byte(rng.Uint32())
+	}
+	copy(v, s+"|")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	if err := e.client().ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(s), Value: v}).FirstErr(); err != nil {
