@@ -62,8 +62,11 @@ type Config struct {
 	// Shards is the number of dispatch shards (lock stripes over the
 	// session → lane maps). Default: [DefaultShardsPerCPU] × GOMAXPROCS.
 	Shards int
-	// SessionIdle ends a lane's goroutine after this long with nothing to
-	// do. Default: [DefaultSessionIdle].
+	// SessionIdle is validated and otherwise ignored.
+	//
+	// Deprecated: a session's lane, and its goroutine, now end as soon as
+	// its queue is empty; nothing waits for an idle period. Kept so that
+	// configurations setting it still build; it will be removed before v1.
 	SessionIdle time.Duration
 	// HandlerTimeout bounds each handler attempt through its context; a
 	// handler that ignores its context is reported and its lane waits for

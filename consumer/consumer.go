@@ -37,7 +37,6 @@ type Consumer struct {
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
 	lanes      *laneSet
-	stop       chan struct{} // closed to end every lane goroutine
 	ran        atomic.Bool
 	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
 }
@@ -53,13 +52,13 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow(), stop: make(chan struct{})}
+	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow()}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
 	}
-	c.lanes = &laneSet{process: c.process, idle: cfg.SessionIdle, stop: c.stop}
+	c.lanes = newLaneSet(c.process)
 	c.shards = make([]*shard, cfg.Shards)
 	for i := range c.shards {
 		c.shards[i] = &shard{lanesOf: c.lanes, lanes: map[string]*lane{}}
@@ -168,7 +167,7 @@ func (c *Consumer) shutdown(stopBg context.CancelFunc, bg *sync.WaitGroup) error
 	stopBg()
 	left := waitDrained(context.Background(), c.own.stop(), c.cfg.ShutdownTimeout)
 	c.cancelWork() // handlers still running, retry waits and DLQ writes end
-	close(c.stop)
+	close(c.lanes.stop)
 	c.lanes.wg.Wait()
 	bg.Wait()
 

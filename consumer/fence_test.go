@@ -30,7 +30,7 @@ func TestLateWorkIsFenced(t *testing.T) {
 	rec := &kgo.Record{Topic: "t", Partition: 0, Offset: 7, Key: []byte("s")}
 	var w *work
 	old.admit([]*kgo.Record{rec}, 8, nil, func(_ int, seq uint64) { w = &work{rec: rec, p: old, seq: seq} })
-	l := &lane{key: "s", wake: make(chan struct{}, 1)}
+	l := &lane{key: "s"}
 
 	done := make(chan struct{})
 	go func() { defer close(done); c.process(l, w) }()

@@ -35,23 +35,42 @@ type shard struct {
 	lanes   map[string]*lane
 }
 
-// laneSet is what the shards share: how a lane handles a record, how long
-// an idle lane lives, the stop signal, the count of lanes alive, and the
-// wait group their goroutines are in (the consumer waits on it).
+// laneSet is what the shards share: how a lane handles a record, the
+// workers waiting for a lane (handoff), the count of lanes alive, and the
+// wait group the workers are in (the consumer waits on it after closing
+// stop).
 type laneSet struct {
 	process func(*lane, *work)
-	idle    time.Duration
-	stop    <-chan struct{}
+	handoff chan *lane    // unbuffered: a send succeeds only to a waiting worker
+	stop    chan struct{} // closed at shutdown: waiting workers end
 	alive   atomic.Int64
 	wg      sync.WaitGroup
 }
 
-// lane is one active session: its queue, and the goroutine that drains it
-// one record at a time.
+// workerLinger is how long a worker whose lane ended waits for another
+// lane before it ends. Reusing a worker saves a goroutine start and the
+// growth of a fresh stack to the handler path's depth, the main cost of a
+// session with only a message or two; a waiting worker belongs to no
+// session, and all of them are gone this long after the last record.
+const workerLinger = 100 * time.Millisecond
+
+func newLaneSet(process func(*lane, *work)) *laneSet {
+	return &laneSet{process: process, handoff: make(chan *lane), stop: make(chan struct{})}
+}
+
+// lane is one session with work: its queue, drained one record at a time
+// by one worker goroutine. A lane exists only while it has work: it leaves
+// its shard's map when its queue is empty after a record, and the
+// session's next record starts a new lane. So a session costs nothing
+// between messages, and the workers follow the sessions with work, whatever
+// their number and however long a handler blocks: a new lane goes to a
+// worker waiting for one, or to a new worker. One session never has two
+// lanes: the old one leaves the map, under the shard's lock, only after its
+// last record was handled.
 type lane struct {
 	key   string
-	queue []*work       // guarded by shard.mu
-	wake  chan struct{} // cap 1
+	s     *shard
+	queue []*work // guarded by s.mu
 
 	// The attempt under way, for the watchdog: since is its start in Unix
 	// nanoseconds, 0 when the lane is between attempts.
@@ -79,32 +98,36 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 
 func (l *lane) end() { l.since.Store(0) }
 
-// enqueue appends w to its lane, starting the lane's goroutine when the
-// session has none.
+// enqueue appends w to its session's lane, starting the lane when the
+// session has none: handed to a waiting worker, or to a new one.
 func (s *shard) enqueue(w *work) {
 	s.mu.Lock()
-	l := s.lanes[w.lane]
-	if l == nil {
-		key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
-		l = &lane{key: key, wake: make(chan struct{}, 1)}
-		s.lanes[key] = l
-		s.lanesOf.alive.Add(1)
-		s.lanesOf.wg.Add(1)
-		go s.run(l)
+	defer s.mu.Unlock()
+	if l := s.lanes[w.lane]; l != nil {
+		l.queue = append(l.queue, w)
+		return
 	}
-	l.queue = append(l.queue, w)
-	s.mu.Unlock()
+	key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
+	l := &lane{key: key, s: s, queue: []*work{w}}
+	s.lanes[key] = l
+	set := s.lanesOf
+	set.alive.Add(1)
 	select {
-	case l.wake <- struct{}{}:
+	case set.handoff <- l: // the worker takes s.mu in next, after we return
 	default:
+		set.wg.Add(1)
+		go set.work(l)
 	}
 }
 
-// next pops the lane's next record, or returns nil when its queue is empty.
+// next pops the lane's next record. With the queue empty it ends the lane:
+// it leaves the map and next returns nil.
 func (s *shard) next(l *lane) *work {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(l.queue) == 0 {
+		delete(s.lanes, l.key)
+		s.lanesOf.alive.Add(-1)
 		return nil
 	}
 	w := l.queue[0]
@@ -116,42 +139,22 @@ func (s *shard) next(l *lane) *work {
 	return w
 }
 
-// retire removes an idle lane; it fails if work arrived meanwhile.
-func (s *shard) retire(l *lane) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(l.queue) > 0 {
-		return false
-	}
-	delete(s.lanes, l.key)
-	s.lanesOf.alive.Add(-1)
-	return true
-}
-
-// run is the lane's goroutine: it handles queued records in order and ends
-// after SessionIdle with nothing to do, or when the consumer stops.
-func (s *shard) run(l *lane) {
-	set := s.lanesOf
+// work is a worker goroutine: it drains its lane in order, then waits up
+// to workerLinger for another lane, and ends.
+func (set *laneSet) work(l *lane) {
 	defer set.wg.Done()
-	idle := time.NewTimer(set.idle)
-	defer idle.Stop()
+	linger := time.NewTimer(workerLinger)
+	defer linger.Stop()
 	for {
-		if w := s.next(l); w != nil {
+		for w := l.s.next(l); w != nil; w = l.s.next(l) {
 			set.process(l, w)
-			continue
 		}
-		idle.Reset(set.idle)
+		linger.Reset(workerLinger)
 		select {
-		case <-l.wake:
-		case <-idle.C:
-			if s.retire(l) {
-				return
-			}
+		case l = <-set.handoff:
+		case <-linger.C:
+			return
 		case <-set.stop:
-			s.mu.Lock()
-			delete(s.lanes, l.key)
-			set.alive.Add(-1)
-			s.mu.Unlock()
 			return
 		}
 	}

@@ -1,0 +1,81 @@
+package consumer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestLanesOnePerSession drives the shards as the poll loop does: records of
+// random sessions enqueued in order while lanes drain, end and start again.
+// Every session's records are processed in order, never two at once, and
+// when everything is processed no lane and no lane goroutine is left.
+func TestLanesOnePerSession(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 5))
+			var mu sync.Mutex
+			running := map[string]bool{}
+			next := map[string]int{}
+			var bad []string
+			set := newLaneSet(nil)
+			set.process = func(l *lane, w *work) {
+				mu.Lock()
+				if running[w.lane] {
+					bad = append(bad, fmt.Sprintf("%s: two records at once", w.lane))
+				}
+				if int(w.seq) != next[w.lane] {
+					bad = append(bad, fmt.Sprintf("%s: record %d, want %d", w.lane, w.seq, next[w.lane]))
+				}
+				running[w.lane] = true
+				mu.Unlock()
+				for i := rng2(w.seq); i > 0; i-- {
+					runtime.Gosched() // let other lanes and the enqueuer interleave
+				}
+				mu.Lock()
+				running[w.lane] = false
+				next[w.lane]++
+				mu.Unlock()
+			}
+			shards := make([]*shard, 1+rng.IntN(4))
+			for i := range shards {
+				shards[i] = &shard{lanesOf: set, lanes: map[string]*lane{}}
+			}
+			sent := map[string]int{}
+			for i := 0; i < 5000; i++ {
+				s := fmt.Sprintf("s%d", rng.IntN(50))
+				w := &work{rec: &kgo.Record{}, seq: uint64(sent[s]), lane: s, session: s}
+				sent[s]++
+				shards[len(s)%len(shards)].enqueue(w)
+				if rng.IntN(100) == 0 {
+					runtime.Gosched()
+				}
+			}
+			close(set.stop)
+			set.wg.Wait()
+			if len(bad) > 0 {
+				t.Fatalf("%d problems, first: %v", len(bad), bad[:min(len(bad), 5)])
+			}
+			for s, n := range sent {
+				if next[s] != n {
+					t.Fatalf("%s: %d of %d processed", s, next[s], n)
+				}
+			}
+			if n := set.alive.Load(); n != 0 {
+				t.Fatalf("%d lanes alive with nothing queued", n)
+			}
+			for _, sh := range shards {
+				if len(sh.lanes) != 0 {
+					t.Fatalf("%d lanes left in a shard", len(sh.lanes))
+				}
+			}
+		})
+	}
+}
+
+// rng2 is a small deterministic spin count per record.
+func rng2(seq uint64) int { return int(seq*2654435761>>7) % 8 }
