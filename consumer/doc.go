@@ -13,9 +13,9 @@
 //     dead-letter topic). A crash or shutdown may redeliver, never lose.
 //   - Isolation. A failing or slow session holds only its own lane; other
 //     sessions, on the same partition too, keep flowing.
-//   - Bounded memory. Lanes (one goroutine each) exist only for active
-//     sessions and end after SessionIdle; records held per partition are
-//     bounded by MaxBufferedRecords, beyond which fetching pauses.
+//   - Bounded memory. A session's lane, and the worker goroutine draining
+//     it, exist only while the session has work; records held per partition
+//     are bounded by MaxBufferedRecords, beyond which fetching pauses.
 //
 // # Pipeline
 //

@@ -56,7 +56,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	paused := g("lanes.consumer.paused", "", "1 while the partition's fetch is paused by backpressure.")
 	stalled := g("lanes.consumer.stalled", "", "1 while the partition is stalled (StallTimeout).")
 	blocked := g("lanes.consumer.dead_letter.blocked", "", "1 while the partition is held by a record whose dead-letter copy cannot be written (not retriable).")
-	sessions := g("lanes.consumer.sessions.active", "{session}", "Lanes (session goroutines) alive.")
+	sessions := g("lanes.consumer.sessions.active", "{session}", "Sessions with work (lanes: records queued or running).")
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
 	err = errors.Join(err, e)

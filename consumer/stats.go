@@ -11,7 +11,8 @@ type Stats struct {
 	// Partitions has one entry per owned partition, sorted by topic and
 	// partition.
 	Partitions []PartitionStats
-	// ActiveSessions is the number of lanes (session goroutines) alive.
+	// ActiveSessions is the number of sessions with work (lanes: records
+	// queued or running).
 	ActiveSessions int
 	// Processed counts records the handler finished successfully.
 	Processed int64
