@@ -2,8 +2,8 @@ package consumer
 
 import (
 	"context"
-	"math/rand/v2"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
