@@ -129,7 +129,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
-	bg.Add(3)
+	bg.Add(4)
+	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
@@ -167,7 +168,7 @@ func (c *Consumer) shutdown(stopBg context.CancelFunc, bg *sync.WaitGroup) error
 	stopBg()
 	left := waitDrained(context.Background(), c.own.stop(), c.cfg.ShutdownTimeout)
 	c.cancelWork() // handlers still running, retry waits and DLQ writes end
-	close(c.lanes.stop)
+	c.lanes.stop()
 	c.lanes.wg.Wait()
 	bg.Wait()
 

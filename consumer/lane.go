@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,26 +37,109 @@ type shard struct {
 }
 
 // laneSet is what the shards share: how a lane handles a record, the
-// workers waiting for a lane (handoff), the count of lanes alive, and the
-// wait group the workers are in (the consumer waits on it after closing
-// stop).
+// workers waiting for a lane, the count of lanes alive, and the wait group
+// the workers are in (the consumer waits on it after stop).
 type laneSet struct {
 	process func(*lane, *work)
-	handoff chan *lane    // unbuffered: a send succeeds only to a waiting worker
-	stop    chan struct{} // closed at shutdown: waiting workers end
 	alive   atomic.Int64
 	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	parked   []*worker // waiting for a lane; the most recent last
+	stopping bool      // set by stop: workers end instead of parking
 }
 
-// workerLinger is how long a worker whose lane ended waits for another
-// lane before it ends. Reusing a worker saves a goroutine start and the
-// growth of a fresh stack to the handler path's depth, the main cost of a
-// session with only a message or two; a waiting worker belongs to no
-// session, and all of them are gone this long after the last record.
+// worker is a goroutine that drains lanes. Between lanes it parks: it
+// waits on its channel for the next lane, or nil to end.
+type worker struct {
+	next  chan *lane // cap 1
+	since time.Time  // when it parked
+}
+
+// workerLinger is how long a parked worker waits for a lane before it
+// ends. Reusing a worker saves a goroutine start and the growth of a fresh
+// stack to the handler path's depth, the main cost of a session with only a
+// message or two; a parked worker belongs to no session, and all of them
+// are gone shortly after the last record (see retire).
 const workerLinger = 100 * time.Millisecond
 
 func newLaneSet(process func(*lane, *work)) *laneSet {
-	return &laneSet{process: process, handoff: make(chan *lane), stop: make(chan struct{})}
+	return &laneSet{process: process}
+}
+
+// start gives a new lane to the most recently parked worker, or to a new
+// one.
+func (set *laneSet) start(l *lane) {
+	set.mu.Lock()
+	if n := len(set.parked); n > 0 {
+		w := set.parked[n-1]
+		set.parked[n-1] = nil
+		set.parked = set.parked[:n-1]
+		set.mu.Unlock()
+		w.next <- l
+		return
+	}
+	set.mu.Unlock()
+	set.wg.Add(1)
+	go set.work(&worker{next: make(chan *lane, 1)}, l)
+}
+
+// work is a worker goroutine: it drains its lane in order, parks until it
+// gets another lane, and ends when it gets nil.
+func (set *laneSet) work(w *worker, l *lane) {
+	defer set.wg.Done()
+	for l != nil {
+		for r := l.s.next(l); r != nil; r = l.s.next(l) {
+			set.process(l, r)
+		}
+		set.mu.Lock()
+		if set.stopping {
+			set.mu.Unlock()
+			return
+		}
+		w.since = time.Now()
+		set.parked = append(set.parked, w)
+		set.mu.Unlock()
+		l = <-w.next
+	}
+}
+
+// stop ends the parked workers, and every other one once its lane ended;
+// wg then waits for them. No lane may start afterwards.
+func (set *laneSet) stop() {
+	set.mu.Lock()
+	set.stopping = true
+	set.mu.Unlock()
+	set.retire(0)
+}
+
+// retire ends the workers parked for longer than linger (all of them with
+// 0). Called every workerLinger by retireLoop, and with 0 by stop.
+func (set *laneSet) retire(linger time.Duration) {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	now := time.Now()
+	i := 0 // parked is in parking order: the oldest first
+	for i < len(set.parked) && now.Sub(set.parked[i].since) >= linger {
+		set.parked[i].next <- nil
+		set.parked[i] = nil
+		i++
+	}
+	set.parked = append(set.parked[:0], set.parked[i:]...)
+}
+
+// retireLoop retires lingering workers until ctx ends.
+func (set *laneSet) retireLoop(ctx context.Context) {
+	t := time.NewTicker(workerLinger)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			set.retire(workerLinger)
+		}
+	}
 }
 
 // lane is one session with work: its queue, drained one record at a time
@@ -99,25 +183,20 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 func (l *lane) end() { l.since.Store(0) }
 
 // enqueue appends w to its session's lane, starting the lane when the
-// session has none: handed to a waiting worker, or to a new one.
+// session has none.
 func (s *shard) enqueue(w *work) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if l := s.lanes[w.lane]; l != nil {
 		l.queue = append(l.queue, w)
+		s.mu.Unlock()
 		return
 	}
 	key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
 	l := &lane{key: key, s: s, queue: []*work{w}}
 	s.lanes[key] = l
-	set := s.lanesOf
-	set.alive.Add(1)
-	select {
-	case set.handoff <- l: // the worker takes s.mu in next, after we return
-	default:
-		set.wg.Add(1)
-		go set.work(l)
-	}
+	s.lanesOf.alive.Add(1)
+	s.mu.Unlock()
+	s.lanesOf.start(l)
 }
 
 // next pops the lane's next record. With the queue empty it ends the lane:
@@ -137,25 +216,4 @@ func (s *shard) next(l *lane) *work {
 		l.queue = nil // let a grown backing array go
 	}
 	return w
-}
-
-// work is a worker goroutine: it drains its lane in order, then waits up
-// to workerLinger for another lane, and ends.
-func (set *laneSet) work(l *lane) {
-	defer set.wg.Done()
-	linger := time.NewTimer(workerLinger)
-	defer linger.Stop()
-	for {
-		for w := l.s.next(l); w != nil; w = l.s.next(l) {
-			set.process(l, w)
-		}
-		linger.Reset(workerLinger)
-		select {
-		case l = <-set.handoff:
-		case <-linger.C:
-			return
-		case <-set.stop:
-			return
-		}
-	}
 }

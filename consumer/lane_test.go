@@ -55,7 +55,7 @@ func TestLanesOnePerSession(t *testing.T) {
 					runtime.Gosched()
 				}
 			}
-			close(set.stop)
+			set.stop()
 			set.wg.Wait()
 			if len(bad) > 0 {
 				t.Fatalf("%d problems, first: %v", len(bad), bad[:min(len(bad), 5)])
