@@ -19,13 +19,18 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, chk *checker, total int) *progress {
-	tty := false
+	return &progress{w: w, chk: chk, total: total, tty: isTTY(w)}
+}
+
+// isTTY reports whether w is a terminal (progress lines are then rewritten
+// in place).
+func isTTY(w io.Writer) bool {
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
+			return true
 		}
 	}
-	return &progress{w: w, chk: chk, total: total, tty: tty}
+	return false
 }
 
 // until prints progress until done is closed (true) or ctx ends (false).
@@ -52,11 +57,7 @@ func (p *progress) until(ctx context.Context, done <-chan struct{}) bool {
 			last, lastAt = finished, now
 			line := fmt.Sprintf("produced %d/%d  processed %d  retries %d  DLQ %d  %.0f msg/s",
 				p.chk.sent.Load(), p.total, finished, p.chk.retries.Load(), dlq, rate)
-			if p.tty {
-				fmt.Fprintf(p.w, "\r\033[K%s", line)
-			} else {
-				fmt.Fprintln(p.w, line)
-			}
+			progressLine(p.w, p.tty, line)
 		}
 	}
 }
