@@ -132,7 +132,7 @@ func (w *workload) finish() error {
 	if w.Mode == "open" {
 		w.Messages = int(float64(w.Rate) * w.Duration.Seconds())
 	} else if w.Messages == 0 {
-		w.Messages = 300_000
+		w.Messages = 100 * w.Sessions
 		if w.Work > 0 {
 			w.Messages = min(100_000, w.Sessions*max(1, int(500*time.Millisecond/w.Work)))
 		}
@@ -167,7 +167,7 @@ func defaultSuite(partitions int) []workload {
 		return workload{Mode: "closed", Sessions: sessions, Messages: messages, Work: work, Partitions: partitions}
 	}
 	ws := []workload{
-		closed(1000, 300_000, 0),
+		closed(1000, 100_000, 0), // as the consumer's Go benchmark: 100 per session
 		closed(1000, 100_000, 100*time.Microsecond),
 		closed(1000, 100_000, time.Millisecond),
 		closed(1000, 40_000, 5*time.Millisecond),
@@ -225,6 +225,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer b.broker.Close()
 	b.brokers = b.broker.Addrs()
 	start := time.Now()
+	sleeps := measureSleeps(cfg.workloads)
 	var results []result
 	runs := 0
 	for _, w := range cfg.workloads {
@@ -239,6 +240,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	rep := newBenchReport(cfg, b.where, results, time.Since(start))
+	rep.Sleeps = sleeps
 	if cfg.json {
 		err = rep.writeJSON(stdout)
 	} else {

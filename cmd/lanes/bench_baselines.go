@@ -79,8 +79,8 @@ func runRaw(ctx context.Context, e runEnv) error {
 // runPerPartition is the usual way to keep order without lanes: one
 // goroutine per partition handling its records one at a time.
 func runPerPartition(ctx context.Context, e runEnv) error {
-	queues := map[int32]chan *kgo.Record{}
-	return fanOut(ctx, e, func(r *kgo.Record, start func() chan *kgo.Record) chan *kgo.Record {
+	queues := map[int32]*queue{}
+	return fanOut(ctx, e, func(r *kgo.Record, start func() *queue) *queue {
 		q := queues[r.Partition]
 		if q == nil {
 			q = start()
@@ -95,10 +95,10 @@ func runPerPartition(ctx context.Context, e runEnv) error {
 // hand-rolled pools). Order holds per key; a slow key holds up every other
 // key of its worker.
 func runKeyPool(ctx context.Context, e runEnv) error {
-	var workers []chan *kgo.Record
-	return fanOut(ctx, e, func(r *kgo.Record, start func() chan *kgo.Record) chan *kgo.Record {
+	var workers []*queue
+	return fanOut(ctx, e, func(r *kgo.Record, start func() *queue) *queue {
 		if workers == nil {
-			workers = make([]chan *kgo.Record, e.pool)
+			workers = make([]*queue, e.pool)
 			for i := range workers {
 				workers[i] = start()
 			}
@@ -109,44 +109,64 @@ func runKeyPool(ctx context.Context, e runEnv) error {
 
 // fanOut polls and hands every record to the queue route picks (route may
 // start a worker for a new queue); each queue's worker handles its records
-// one at a time. A full queue blocks the poll loop, as in a hand-rolled
-// consumer.
-func fanOut(ctx context.Context, e runEnv, route func(*kgo.Record, func() chan *kgo.Record) chan *kgo.Record) error {
+// one at a time. Queues are unbounded, the baselines' best case: a bounded
+// queue that blocks the poll loop starves every other queue behind the
+// full one, and pausing partitions is what lanes does for them.
+func fanOut(ctx context.Context, e runEnv, route func(*kgo.Record, func() *queue) *queue) error {
 	cl, err := groupClient(e)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	var (
-		wg     sync.WaitGroup
-		queues []chan *kgo.Record
-	)
-	start := func() chan *kgo.Record {
-		q := make(chan *kgo.Record, 1024)
-		queues = append(queues, q)
-		wg.Go(func() {
-			for r := range q {
-				if ctx.Err() == nil {
-					e.t.handleRetrying(ctx, r.Value)
-				}
-			}
-		})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := func() *queue {
+		q := &queue{wake: make(chan struct{}, 1)}
+		wg.Go(func() { q.work(ctx, e.t) })
 		return q
 	}
-	defer func() {
-		for _, q := range queues {
-			close(q)
-		}
-		wg.Wait()
-	}()
 	for ctx.Err() == nil {
 		fs := cl.PollRecords(ctx, 512)
-		fs.EachRecord(func(r *kgo.Record) {
-			select {
-			case route(r, start) <- r:
-			case <-ctx.Done():
-			}
-		})
+		fs.EachRecord(func(r *kgo.Record) { route(r, start).push(r) })
 	}
 	return nil
+}
+
+// queue is one baseline worker's unbounded queue of records.
+type queue struct {
+	mu   sync.Mutex
+	recs []*kgo.Record
+	wake chan struct{}
+}
+
+func (q *queue) push(r *kgo.Record) {
+	q.mu.Lock()
+	q.recs = append(q.recs, r)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work handles the queue's records in order until ctx ends.
+func (q *queue) work(ctx context.Context, t *tally) {
+	var batch []*kgo.Record
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		}
+		q.mu.Lock()
+		batch, q.recs = q.recs, batch[:0]
+		q.mu.Unlock()
+		for _, r := range batch {
+			if ctx.Err() != nil {
+				return
+			}
+			t.handleRetrying(ctx, r.Value)
+		}
+		clear(batch)
+	}
 }

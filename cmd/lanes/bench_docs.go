@@ -58,6 +58,9 @@ func (r *benchReport) markdown(plots []plotFile) string {
 		fmt.Fprintf(&b, "%s\n", strings.Replace(line, "* capped", "\\* capped", 1))
 		b.WriteString("\n")
 	}
+	if line := r.sleepLine(); line != "" {
+		fmt.Fprintf(&b, "%s.\n\n", line)
+	}
 	if len(r.Targets) > 0 {
 		b.WriteString("Targets for the consumer, measured in this run:\n\n| measure | target | measured |\n| --- | --- | --- |\n")
 		for _, t := range r.Targets {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,42 @@ type benchReport struct {
 	Workloads []workload    `json:"workloads"`
 	Results   []result      `json:"results"`
 	Targets   []target      `json:"targets,omitempty"`
+	// Sleeps is how long the handler's simulated work really takes here:
+	// the timer's granularity rounds short sleeps up.
+	Sleeps []sleepCheck `json:"sleeps,omitempty"`
+}
+
+type sleepCheck struct {
+	Work  time.Duration `json:"work_ns"`
+	Slept time.Duration `json:"slept_ns"`
+}
+
+// measureSleeps times the handler work of every workload on this machine.
+func measureSleeps(ws []workload) []sleepCheck {
+	var out []sleepCheck
+	for _, w := range ws {
+		if w.Work <= 0 || slices.ContainsFunc(out, func(c sleepCheck) bool { return c.Work == w.Work }) {
+			continue
+		}
+		n := max(3, min(50, int(100*time.Millisecond/w.Work)))
+		start := time.Now()
+		for range n {
+			time.Sleep(w.Work)
+		}
+		out = append(out, sleepCheck{w.Work, time.Since(start) / time.Duration(n)})
+	}
+	return out
+}
+
+func (r *benchReport) sleepLine() string {
+	if len(r.Sleeps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(r.Sleeps))
+	for i, c := range r.Sleeps {
+		parts[i] = fmt.Sprintf("%v → %s", c.Work, fmtDur(c.Slept))
+	}
+	return "handler work as slept on this machine (time.Sleep): " + strings.Join(parts, ", ")
 }
 
 // target is one row of the consumer's performance targets, as measured.
@@ -39,7 +76,7 @@ func newBenchReport(cfg benchConfig, where string, rs []result, elapsed time.Dur
 		raw := r.find(x.Workload, consRaw)
 		switch {
 		case x.Bound > 0 && r.workload(x.Workload).Mode == "closed":
-			x.Ratio, x.RatioTo = x.Steady/x.Bound, "bound"
+			x.Ratio, x.RatioTo = x.Active/x.Bound, "bound"
 		case raw != nil && raw.Steady > 0 && r.workload(x.Workload).Mode == "closed":
 			x.Ratio, x.RatioTo = x.Steady/raw.Steady, consRaw
 		}
@@ -120,6 +157,9 @@ func (r *benchReport) print(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprint(w, benchFootnote)
+	if line := r.sleepLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "\ntargets\n")
 		for _, t := range r.Targets {
@@ -131,7 +171,8 @@ func (r *benchReport) print(w io.Writer) {
 
 const benchFootnote = `
 steady: between 10 % and 90 % of the messages handled; wall: from the consumer's start (closed) or the first send (open).
-ratio: steady ÷ the bound per-session order allows (the busiest session's work and retry waits), or ÷ raw polling at zero work.
+ratio: msgs/s from the first message handled to the last ÷ the bound per-session order allows (the busiest
+  session's work and retry waits, nominal), or steady ÷ raw polling's steady at zero work.
 latency: closed mode from the run's start (time in the backlog); open mode from each message's intended send time.
 viol: order violations and overlapping calls, every message checked. allocs/msg and heap are the whole process's, broker included.
 * capped by --max-run before every message was handled: rates over what was handled.

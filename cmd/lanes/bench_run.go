@@ -90,6 +90,10 @@ type result struct {
 	Finished bool    `json:"finished"`
 	Steady   float64 `json:"steady_msgs_per_s"` // between 10 % and 90 % of the messages handled
 	Wall     float64 `json:"wall_msgs_per_s"`   // from the consumer's start to its last message
+	// Active is from the first message handled to the last: what the
+	// bound is compared with (it holds from the busiest session's first
+	// message on; the steady window leaves out a skewed run's tail).
+	Active float64 `json:"active_msgs_per_s"`
 	// Bound is what per-session order allows (messages ÷ the busiest
 	// session's cost), 0 when the work is zero.
 	Bound float64 `json:"bound_msgs_per_s,omitempty"`
@@ -220,6 +224,9 @@ func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peak
 	}
 	r.AllocsPerMsg = float64(allocs) / float64(n)
 	r.Wall = float64(n) / elapsed.Seconds()
+	if span := time.Duration(t.last.Load() - t.first.Load()); n > 1 && span > 0 {
+		r.Active = float64(n-1) / span.Seconds()
+	}
 	t10, t90 := time.Duration(t.t10.Load()), time.Duration(t.t90.Load())
 	switch {
 	case r.Finished && t90 > t10:
