@@ -29,7 +29,7 @@ type tally struct {
 	primed                               atomic.Int64
 	q10, q90                             int64
 	t10, t90                             atomic.Int64 // ns since base when done reached q10, q90
-	first, last                          atomic.Int64 // Unix ns of the first and the last message handled
+	first, last                          atomic.Int64 // Unix ns: the first attempt's start, the last message handled
 	finished                             chan struct{}
 	finishOnce                           sync.Once
 }
@@ -56,7 +56,9 @@ func (t *tally) handle(v []byte, attempt int) error {
 		t.primed.Add(1)
 		return nil
 	}
-	t.attempts.Add(1)
+	if t.attempts.Add(1) == 1 {
+		t.first.Store(time.Now().UnixNano())
+	}
 	if t.busy[sess].CompareAndSwap(false, true) {
 		defer t.busy[sess].Store(false)
 	} else {
@@ -79,7 +81,6 @@ func (t *tally) handle(v []byte, attempt int) error {
 		from = intended
 	}
 	t.lat[idx] = max(1, now-from) // 0 marks a message not handled
-	t.first.CompareAndSwap(0, now)
 	t.last.Store(now)
 	n := t.done.Add(1)
 	if n == t.q10 {

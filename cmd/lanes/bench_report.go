@@ -171,7 +171,7 @@ func (r *benchReport) print(w io.Writer) {
 
 const benchFootnote = `
 steady: between 10 % and 90 % of the messages handled; wall: from the consumer's start (closed) or the first send (open).
-ratio: msgs/s from the first message handled to the last ÷ the bound per-session order allows (the busiest
+ratio: msgs/s from the first attempt's start to the last message handled ÷ the bound per-session order allows (the busiest
   session's work and retry waits, nominal), or steady ÷ raw polling's steady at zero work.
 latency: closed mode from the run's start (time in the backlog); open mode from each message's intended send time.
 viol: order violations and overlapping calls, every message checked. allocs/msg and heap are the whole process's, broker included.

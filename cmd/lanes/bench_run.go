@@ -90,7 +90,7 @@ type result struct {
 	Finished bool    `json:"finished"`
 	Steady   float64 `json:"steady_msgs_per_s"` // between 10 % and 90 % of the messages handled
 	Wall     float64 `json:"wall_msgs_per_s"`   // from the consumer's start to its last message
-	// Active is from the first message handled to the last: what the
+	// Active is from the first attempt's start to the last message: what the
 	// bound is compared with (it holds from the busiest session's first
 	// message on; the steady window leaves out a skewed run's tail).
 	Active float64 `json:"active_msgs_per_s"`
@@ -224,8 +224,8 @@ func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peak
 	}
 	r.AllocsPerMsg = float64(allocs) / float64(n)
 	r.Wall = float64(n) / elapsed.Seconds()
-	if span := time.Duration(t.last.Load() - t.first.Load()); n > 1 && span > 0 {
-		r.Active = float64(n-1) / span.Seconds()
+	if span := time.Duration(t.last.Load() - t.first.Load()); span > 0 {
+		r.Active = float64(n) / span.Seconds()
 	}
 	t10, t90 := time.Duration(t.t10.Load()), time.Duration(t.t90.Load())
 	switch {
