@@ -29,6 +29,8 @@ type demoConfig struct {
 	trace       bool
 	metricsAddr string
 	baseline    time.Duration
+	paced       time.Duration
+	pacedRate   int
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -44,6 +46,8 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.DurationVar(&c.work, "work", time.Millisecond, "simulated handler work per message")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
 	fs.DurationVar(&c.baseline, "baseline", 3*time.Second, "afterwards, measure one goroutine per partition on the same topic for this long (0: skip)")
+	fs.DurationVar(&c.paced, "paced", 3*time.Second, "afterwards, send at --paced-rate for this long and report the latency at that pace (0: skip)")
+	fs.IntVar(&c.pacedRate, "paced-rate", 5000, "messages per second of the paced phase (well below capacity)")
 	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
 	if err := fs.Parse(args); err != nil {
@@ -60,8 +64,10 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 		return c, fmt.Errorf("--transient %v: want a probability in [0, 1)", c.transient)
 	case c.permanent < 0 || c.permanent > 1:
 		return c, fmt.Errorf("--permanent %v: want a probability in [0, 1]", c.permanent)
-	case c.work < 0 || c.timeout <= 0 || c.baseline < 0:
-		return c, errors.New("--work, --timeout and --baseline must not be negative (--timeout positive)")
+	case c.work < 0 || c.timeout <= 0 || c.baseline < 0 || c.paced < 0:
+		return c, errors.New("--work, --timeout, --baseline and --paced must not be negative (--timeout positive)")
+	case c.paced > 0 && (c.pacedRate < 1 || float64(c.pacedRate)*c.paced.Seconds() < 1):
+		return c, fmt.Errorf("--paced-rate %d: the paced phase needs at least one message per second and one in all", c.pacedRate)
 	}
 	return c, nil
 }
@@ -140,6 +146,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if r.baseline, err = baselineRate(ctx, brokers, topic, cfg.work, cfg.baseline); err != nil {
 			fmt.Fprintln(stderr, "baseline:", err)
 		}
+	}
+	if cfg.paced > 0 {
+		fmt.Fprintf(stderr, "paced phase: %d msg/s for %v...\n", cfg.pacedRate, cfg.paced)
+		pr, err := pacedPhase(ctx, broker, cfg, topic, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+		}
+		r.paced, r.pacedRate = &pr, cfg.pacedRate
 	}
 	r.print(stdout)
 	if err := obs.printTraces(stdout, 3); err != nil {

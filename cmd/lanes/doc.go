@@ -1,2 +1,18 @@
-// Command lanes is the lanes command line: demo, broker and dlq.
+// Command lanes is the lanes command line.
+//
+//	lanes demo    the chat demo: a burst of conversations through a lanes
+//	              consumer with injected faults, an order and loss referee,
+//	              a one-goroutine-per-partition baseline, and a paced phase
+//	              whose latency is measured from each message's intended
+//	              send time
+//	lanes bench   lanes against raw franz-go polling, one goroutine per
+//	              partition and a key-hash worker pool, in one run, on
+//	              closed (preloaded backlog) and open (fixed send rate)
+//	              workloads: msgs/s, ratio to the bound, latency, order
+//	              violations, allocations, heap, goroutines; a table,
+//	              --json, --plots DIR and --docs FILE
+//	lanes broker  an embedded Kafka-compatible broker (kfake) on a port
+//	lanes dlq     inspect or replay dead-lettered records
+//
+// Every command runs on an embedded broker unless given --brokers.
 package main

@@ -15,6 +15,7 @@ const usage = `lanes: per-session ordered Kafka pipelines
 
 Usage:
   lanes demo   [flags]   run the chat demo (embedded broker unless --brokers)
+  lanes bench  [flags]   compare lanes with baselines on workloads (embedded broker unless --brokers)
   lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
   lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
 
@@ -41,6 +42,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "dlq":

@@ -16,11 +16,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestDemoSmall(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"demo", "--sessions", "40", "--messages", "3000",
-		"--permanent", "0.01", "--partitions", "4", "--baseline", "500ms"}, &out, &errOut)
+		"--permanent", "0.01", "--partitions", "4", "--baseline", "500ms",
+		"--paced", "500ms", "--paced-rate", "2000"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	for _, want := range []string{"order violations  0", "lost              0", "dead-lettered", "baseline"} {
+	for _, want := range []string{"order violations  0", "lost              0", "dead-lettered", "baseline", "latency, paced"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -38,6 +39,8 @@ func TestBadArgs(t *testing.T) {
 		{"demo", "--sessions", "10", "--messages", "5"},
 		{"demo", "--transient", "1.5"},
 		{"demo", "--partitions", "0"},
+		{"demo", "--paced-rate", "0"},
+		{"demo", "--paced", "-1s"},
 		{"broker", "--port", "70000"},
 	}
 	for _, args := range cases {
