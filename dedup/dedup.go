@@ -33,8 +33,7 @@ type Config struct {
 	// succeeded, and releasing the claim after it failed; both run even
 	// when the attempt's context has ended. Default: [DefaultMarkTimeout].
 	MarkTimeout time.Duration
-	// Key returns the event ID to deduplicate on. Default: the message's
-	// EventID, or "topic/partition@offset" for a message without one.
+	// Key returns the event ID to deduplicate on. Default: [EventKey].
 	Key func(*consumer.Message) string
 }
 
@@ -100,12 +99,14 @@ func New(cfg Config) (*Dedup, error) {
 		}
 	}
 	if cfg.Key == nil {
-		cfg.Key = defaultKey
+		cfg.Key = EventKey
 	}
 	return &Dedup{cfg: cfg}, nil
 }
 
-func defaultKey(m *consumer.Message) string {
+// EventKey is the default Config.Key: the message's event ID, or
+// "topic/partition@offset" for a message without one.
+func EventKey(m *consumer.Message) string {
 	if m.EventID != "" {
 		return m.EventID
 	}
