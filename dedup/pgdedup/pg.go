@@ -39,6 +39,7 @@ var ErrConfig = errors.New("pgdedup: bad config")
 type Store struct {
 	cfg   Config
 	table string // quoted
+	owned bool   // the pool was created by Connect: Close closes it
 }
 
 var _ dedup.Store = (*Store)(nil)
@@ -66,6 +67,34 @@ func New(cfg Config) (*Store, error) {
 		}
 	}
 	return &Store{cfg: cfg, table: pgx.Identifier(parts).Sanitize()}, nil
+}
+
+// Connect returns a store on a new pool for the PostgreSQL at dsn, with
+// the other settings of cfg, and creates its table if it does not exist.
+// Close closes the pool.
+func Connect(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	p, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgdedup: connect: %w", err)
+	}
+	cfg.Pool = p
+	s, err := New(cfg)
+	if err == nil {
+		err = s.CreateTable(ctx)
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("pgdedup: connect: %w", err)
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Close closes the pool if Connect created it; otherwise it does nothing.
+func (s *Store) Close() {
+	if s.owned {
+		s.cfg.Pool.Close()
+	}
 }
 
 // CreateTable creates the table if it does not exist.

@@ -172,3 +172,14 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("middleware: %v, ran %v; want dedup.ErrStore, no run", err, ran)
 	}
 }
+
+func TestConnect(t *testing.T) {
+	if _, err := pgdedup.Connect(context.Background(), "postgres://lanes@127.0.0.1:1/x?connect_timeout=1", pgdedup.Config{}); err == nil {
+		t.Fatal("connected to nothing")
+	}
+	s, err := pgdedup.Connect(context.Background(), storetest.Server(t, "LANES_POSTGRES_DSN", "PostgreSQL"), pgdedup.Config{Table: "lanes_test_connect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}

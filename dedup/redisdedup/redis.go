@@ -43,7 +43,37 @@ const (
 var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
 // Store is a dedup.Store on Redis. It is safe for concurrent use.
-type Store struct{ cfg Config }
+type Store struct {
+	cfg   Config
+	owned bool // the client was created by Connect: Close closes it
+}
+
+// Connect returns a store on a new client for the Redis at addr
+// (host:port), with the other settings of cfg, once the server answers a
+// PING. Close closes the client.
+func Connect(ctx context.Context, addr string, cfg Config) (*Store, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	cfg.Client = c
+	s, err := New(cfg)
+	if err == nil {
+		err = c.Ping(ctx).Err()
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redisdedup: connect to %s: %w", addr, err)
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Close closes the client if Connect created it; otherwise it does
+// nothing.
+func (s *Store) Close() error {
+	if s.owned {
+		return s.cfg.Client.Close()
+	}
+	return nil
+}
 
 var _ dedup.Store = (*Store)(nil)
 

@@ -66,3 +66,16 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("error %v, ran %v: want dedup.ErrStore and no run", err, ran)
 	}
 }
+
+func TestConnect(t *testing.T) {
+	if _, err := redisdedup.Connect(context.Background(), "127.0.0.1:1", redisdedup.Config{}); err == nil {
+		t.Fatal("connected to nothing")
+	}
+	s, err := redisdedup.Connect(context.Background(), storetest.Server(t, "LANES_REDIS_ADDR", "Redis"), redisdedup.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
