@@ -54,9 +54,9 @@ type crashRun struct {
 	store  dedup.Store
 	total  int
 
-	dedups     []*dedup.Dedup
-	rewoundTo  int // messages done when the offsets it rewound to were current
-	crashedAt  int // messages done when the first consumer stopped
+	dedups    []*dedup.Dedup
+	rewoundTo int // messages done when the offsets it rewound to were current
+	crashedAt int // messages done when the first consumer stopped
 }
 
 // consumer returns a consumer whose calls go through the ledger (every
