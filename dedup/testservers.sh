@@ -72,9 +72,11 @@ stop_all() {
 		as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null || say "stopping postgres failed"
 	fi
 	if [ -f "$STATE/redis/redis.pid" ]; then
-		kill "$(cat "$STATE/redis/redis.pid")" 2>/dev/null || true
-		for _ in $(seq 1 50); do
-			kill -0 "$(cat "$STATE/redis/redis.pid")" 2>/dev/null || break
+		local pid
+		pid=$(cat "$STATE/redis/redis.pid")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 50); do # redis deletes its pid file as it exits
+			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
 	fi
