@@ -1,7 +1,7 @@
 # lanes — the project's vocabulary. Every target works from a clean clone:
 # Go fetches what it needs through the module proxy.
 
-MODULES := hashring eventid tracing producer consumer lanestest integration cmd/lanes internal/release
+MODULES := hashring eventid tracing producer consumer lanestest dedup dedup/redisdedup dedup/pgdedup integration cmd/lanes internal/release
 GO      ?= go
 # staticcheck at a pinned version; go run fetches it through the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -13,7 +13,7 @@ BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
 KAFKA_SH := integration/kafka/kafka.sh
 
-.PHONY: test test-kafka bench lint demo fmt tidy release release-check
+.PHONY: test test-kafka test-dedup bench lint demo fmt tidy release release-check
 
 ## test: every module, -race, on the embedded broker (kfake)
 test:
@@ -26,6 +26,15 @@ test-kafka:
 	@rc=0; eval "$$($(KAFKA_SH) env | sed 's/^/export /')"; \
 	  (cd integration && $(GO) test $(TESTFLAGS) ./...) || rc=$$?; \
 	  $(KAFKA_SH) stop; exit $$rc
+
+## test-dedup: the dedup stores' suite against a real PostgreSQL and Redis
+## (dedup/testservers.sh starts them on loopback and always stops them)
+test-dedup:
+	@dedup/testservers.sh start
+	@rc=0; eval "$$(dedup/testservers.sh env | sed 's/^/export /')"; \
+	  for m in dedup dedup/redisdedup dedup/pgdedup; do \
+	    (cd $$m && CI=true $(GO) test $(TESTFLAGS) ./...) || rc=$$?; done; \
+	  dedup/testservers.sh stop; exit $$rc
 
 ## bench: Go benchmarks of every module
 bench:

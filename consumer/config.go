@@ -25,6 +25,13 @@ const (
 	StartLatest
 )
 
+// Middleware wraps a Handler with behaviour of its own around every attempt:
+// a tighter timeout, a per-session rate limit, metrics, or deduplication by
+// event ID (module github.com/lanesdev/lanes/dedup). What it returns is what
+// the consumer calls; an error it returns is treated like the handler's own
+// (retried, or dead-lettered when Permanent).
+type Middleware func(Handler) Handler
+
 // Config configures a [Consumer]. The zero value of every field except
 // Brokers, Group, Topics and DeadLetterTopic means its documented default.
 type Config struct {
@@ -74,6 +81,11 @@ type Config struct {
 	HandlerTimeout time.Duration
 	// Retry is the policy for handler errors. Default: see RetryPolicy.
 	Retry RetryPolicy
+	// Middleware wraps the handler given to New, in order: the first entry
+	// is the outermost, so it sees each attempt first and its outcome last
+	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
+	// through the whole chain, under HandlerTimeout. Default: none.
+	Middleware []Middleware
 
 	// MaxBufferedRecords bounds the records of one partition held in
 	// memory: queued in lanes, in flight, and finished above an unfinished
@@ -211,6 +223,11 @@ func (cfg Config) validate() (Config, error) {
 	}
 	if cfg.DeadLetterTopic == "" && !cfg.Retry.Forever {
 		return bad("DeadLetterTopic", "required unless Retry.Forever is set (records that fail permanently need somewhere to go)")
+	}
+	for i, m := range cfg.Middleware {
+		if m == nil {
+			return bad("Middleware", "entry %d is nil", i)
+		}
 	}
 	if cfg.StartOffset != StartEarliest && cfg.StartOffset != StartLatest {
 		return bad("StartOffset", "unknown value %d", cfg.StartOffset)

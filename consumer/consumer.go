@@ -42,7 +42,7 @@ type Consumer struct {
 }
 
 // New validates cfg, fills in its defaults and returns a consumer that
-// calls h. It returns an error wrapping ErrConfig that names the bad field.
+// calls h wrapped in cfg.Middleware (the first entry outermost). It returns an error wrapping ErrConfig that names the bad field.
 // New does not connect; Run does.
 func New(cfg Config, h Handler) (*Consumer, error) {
 	if h == nil {
@@ -51,6 +51,11 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
+	}
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		if h = cfg.Middleware[i](h); h == nil {
+			return nil, fmt.Errorf("%w: Middleware: entry %d returned a nil handler", ErrConfig, i)
+		}
 	}
 	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow()}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
@@ -74,4 +75,65 @@ func ExampleRetryPolicy() {
 	p := consumer.RetryPolicy{InitialInterval: 50 * time.Millisecond, MaxAttempts: 5}
 	fmt.Println(p.MaxAttempts)
 	// Output: 5
+}
+
+// Middleware wraps every handler attempt, the first entry outermost: here
+// a metrics counter around a tighter timeout around the handler.
+func ExampleMiddleware() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "orders-dlq"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+	producer, _ := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	defer producer.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	producer.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte("order-7"), Value: []byte("pay")})
+
+	var attempts, failures atomic.Int64
+	metrics := func(next consumer.Handler) consumer.Handler {
+		return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+			attempts.Add(1)
+			err := next.Handle(ctx, m)
+			if err != nil {
+				failures.Add(1)
+			}
+			return err
+		})
+	}
+	timeout := func(d time.Duration) consumer.Middleware {
+		return func(next consumer.Handler) consumer.Handler {
+			return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+				ctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				return next.Handle(ctx, m)
+			})
+		}
+	}
+	c, err := consumer.New(consumer.Config{
+		Brokers: cluster.ListenAddrs(), Group: "payments", Topics: []string{"orders"}, DeadLetterTopic: "orders-dlq",
+		Retry:      consumer.RetryPolicy{InitialInterval: time.Millisecond},
+		Middleware: []consumer.Middleware{metrics, timeout(5 * time.Second)},
+	}, consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		if m.Attempt == 1 {
+			return errors.New("payment service busy") // retried
+		}
+		_, hasDeadline := ctx.Deadline()
+		fmt.Printf("%s: %s (attempt %d, deadline %v)\n", m.SessionID, m.Record.Value, m.Attempt, hasDeadline)
+		stop()
+		return nil
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := c.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Printf("attempts %d, failures %d\n", attempts.Load(), failures.Load())
+	// Output:
+	// order-7: pay (attempt 2, deadline true)
+	// attempts 2, failures 1
 }

@@ -25,6 +25,8 @@ type checker struct {
 	ledger *lanestest.Ledger
 	// forcePoison lists "session|seq" that always fail permanently.
 	forcePoison map[string]bool
+	// dedup: a dedup store skips redeliveries, not the handler itself.
+	dedup bool
 
 	sent, sendErrs, retries atomic.Int64
 
@@ -36,11 +38,12 @@ type checker struct {
 	deadLetters int
 	corrections int
 	latencies   []time.Duration
+	effects     map[string]int // event ID → times its effect was applied
 }
 
 func newChecker(cfg demoConfig) *checker {
 	c := &checker{cfg: cfg, per: make([]int, cfg.sessions), ledger: lanestest.NewLedger(),
-		next: map[string]int{}, dest: map[string]string{}, latencies: make([]time.Duration, 0, cfg.messages)}
+		next: map[string]int{}, dest: map[string]string{}, effects: map[string]int{}, latencies: make([]time.Duration, 0, cfg.messages)}
 	for i := range c.per {
 		c.per[i] = cfg.messages / cfg.sessions
 		if i < cfg.messages%cfg.sessions {
@@ -73,7 +76,7 @@ func (c *checker) handle(ctx context.Context, m *consumer.Message) error {
 	seqText, text, _ := strings.Cut(string(m.Record.Value), "|")
 	seq, _ := strconv.Atoi(seqText)
 	c.mu.Lock()
-	done := seq < c.next[m.SessionID]
+	done := seq < c.next[m.SessionID] && !c.dedup
 	c.mu.Unlock()
 	if done {
 		return nil // redelivered after it was applied: idempotent skip
@@ -117,6 +120,7 @@ func (c *checker) finish(m *consumer.Message, seq int, text string, dead bool) {
 		return
 	}
 	c.processed++
+	c.effects[m.EventID]++
 	c.latencies = append(c.latencies, time.Since(m.Record.Timestamp))
 	switch {
 	case strings.HasPrefix(text, "book a flight to "):
@@ -144,4 +148,15 @@ func (c *checker) complete(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return full
+}
+
+// duplicateEffects counts effects applied beyond the first per event.
+func (c *checker) duplicateEffects() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.effects {
+		n += k - 1
+	}
+	return n
 }

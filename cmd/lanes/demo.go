@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ type demoConfig struct {
 	baseline    time.Duration
 	paced       time.Duration
 	pacedRate   int
+	dedup       string // "", memory, redis or postgres
+	redisAddr   string
+	postgresDSN string
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -50,6 +54,9 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.IntVar(&c.pacedRate, "paced-rate", 5000, "messages per second of the paced phase (well below capacity)")
 	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
+	fs.StringVar(&c.dedup, "dedup", "", "apply each message's effect once with a dedup store (memory, redis or postgres), across a crash and restart of the consumer")
+	fs.StringVar(&c.redisAddr, "redis-addr", envOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis")
+	fs.StringVar(&c.postgresDSN, "postgres-dsn", envOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -64,6 +71,8 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 		return c, fmt.Errorf("--transient %v: want a probability in [0, 1)", c.transient)
 	case c.permanent < 0 || c.permanent > 1:
 		return c, fmt.Errorf("--permanent %v: want a probability in [0, 1]", c.permanent)
+	case c.dedup != "" && c.dedup != "memory" && c.dedup != "redis" && c.dedup != "postgres":
+		return c, fmt.Errorf("--dedup %q: want memory, redis or postgres", c.dedup)
 	case c.work < 0 || c.timeout <= 0 || c.baseline < 0 || c.paced < 0:
 		return c, errors.New("--work, --timeout, --baseline and --paced must not be negative (--timeout positive)")
 	case c.paced > 0 && (c.pacedRate < 1 || float64(c.pacedRate)*c.paced.Seconds() < 1):
@@ -101,13 +110,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.trace {
 		chk.forcePoison = map[string]bool{sessionName(1) + "|2": true} // so a printed trace shows a DLQ write
 	}
-	c, err := consumer.New(consumer.Config{
+	ccfg := consumer.Config{
 		Brokers: brokers, Group: topic + "-group", Topics: []string{topic}, DeadLetterTopic: dlq,
 		TracerProvider: tracerProvider(obs), TraceAsChild: cfg.trace, MeterProvider: meterProvider(obs),
 		// Quick retries so a run takes seconds; the budget is large enough
 		// that transient faults never exhaust it.
 		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
-	}, chk.handler())
+	}
+	consume, crash, err := consumers(ctx, cfg, ccfg, chk, broker, stderr)
 	if err != nil {
 		return err
 	}
@@ -121,7 +131,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cancel()
 	consumed := make(chan error, 1)
 	start := time.Now()
-	go func() { consumed <- c.Run(runCtx) }()
+	go func() { consumed <- consume(runCtx) }()
 	go sendConversations(runCtx, p, cfg, chk)
 
 	prog := newProgress(stderr, chk, cfg.messages)
@@ -141,6 +151,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "reading the DLQ:", err)
 	}
 	r := chk.report(elapsed, len(inDLQ), finished)
+	if crash != nil {
+		r.dedup = &dedupReport{store: cfg.dedup, rewoundTo: crash.rewoundTo, crashedAt: crash.crashedAt,
+			skipped: crash.skipped(), effects: chk.duplicateEffects()}
+	}
 	if cfg.baseline > 0 && cfg.work > 0 {
 		fmt.Fprintf(stderr, "measuring the baseline (one goroutine per partition) for %v...\n", cfg.baseline)
 		if r.baseline, err = baselineRate(ctx, brokers, topic, cfg.work, cfg.baseline); err != nil {
@@ -160,6 +174,36 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "printing traces:", err)
 	}
 	return r.verdict()
+}
+
+// consumers returns how the demo consumes: one consumer, or with --dedup a
+// crash and restart (crash describes it afterwards).
+func consumers(ctx context.Context, cfg demoConfig, ccfg consumer.Config, chk *checker, broker *lanestest.Broker,
+	stderr io.Writer) (consume func(context.Context) error, crash *crashRun, err error) {
+	if cfg.dedup == "" {
+		c, err := consumer.New(ccfg, chk.handler())
+		if err != nil {
+			return nil, nil, err
+		}
+		return c.Run, nil, nil
+	}
+	store, closeStore, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	chk.dedup = true
+	crash = &crashRun{broker: broker, cfg: ccfg, chk: chk, store: store, total: cfg.messages}
+	return func(ctx context.Context) error {
+		defer closeStore()
+		return crash.run(ctx, stderr)
+	}, crash, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // sendConversations sends every session's messages, interleaved across

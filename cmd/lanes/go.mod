@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/lanesdev/lanes/consumer v0.1.0
+	github.com/lanesdev/lanes/dedup v0.1.0
+	github.com/lanesdev/lanes/dedup/pgdedup v0.1.0
+	github.com/lanesdev/lanes/dedup/redisdedup v0.1.0
 	github.com/lanesdev/lanes/eventid v0.1.0
 	github.com/lanesdev/lanes/hashring v0.1.0
 	github.com/lanesdev/lanes/producer v0.1.0
@@ -31,6 +34,16 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
 )
 
 require (
@@ -69,3 +82,9 @@ replace (
 )
 
 replace github.com/lanesdev/lanes/lanestest => ../../lanestest
+
+replace (
+	github.com/lanesdev/lanes/dedup => ../../dedup
+	github.com/lanesdev/lanes/dedup/pgdedup => ../../dedup/pgdedup
+	github.com/lanesdev/lanes/dedup/redisdedup => ../../dedup/redisdedup
+)

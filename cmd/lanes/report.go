@@ -80,6 +80,15 @@ type demoReport struct {
 	details                                  []string // the ledger's first problems
 	paced                                    *result  // the paced phase, nil if skipped
 	pacedRate                                int      // its msgs/s
+	dedup                                    *dedupReport
+}
+
+// dedupReport is what --dedup adds: the crash and the effects applied.
+type dedupReport struct {
+	store                string
+	rewoundTo, crashedAt int
+	skipped              int64 // deliveries of done events the store skipped
+	effects              int   // duplicate effects
 }
 
 func (c *checker) report(elapsed time.Duration, inDLQ int, finished bool) demoReport {
@@ -116,7 +125,14 @@ func (r demoReport) print(w io.Writer) {
 	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)
 	fmt.Fprintf(w, "  dead-lettered     %d (%d records in the DLQ topic)\n", r.deadLetters, r.inDLQ)
 	fmt.Fprintf(w, "  retries           %d\n", r.retries)
-	fmt.Fprintf(w, "  duplicates        %d\n", r.duplicates)
+	if d := r.dedup; d != nil {
+		fmt.Fprintf(w, "  crash             consumer stopped at %d done; offsets back to those committed at %d done; a new consumer took over\n",
+			d.crashedAt, d.rewoundTo)
+		fmt.Fprintf(w, "  duplicates        %d deliveries (%d skipped by the %s store), duplicate effects %d\n",
+			r.duplicates, d.skipped, d.store, d.effects)
+	} else {
+		fmt.Fprintf(w, "  duplicates        %d\n", r.duplicates)
+	}
 	fmt.Fprintf(w, "  corrections       %d \"make it Paris\" applied after their \"book a flight to London\"\n", r.corrections)
 	if r.sendErrors > 0 {
 		fmt.Fprintf(w, "  send errors       %d\n", r.sendErrors)
@@ -134,6 +150,9 @@ func (r demoReport) verdict() error {
 	}
 	if r.violations > 0 {
 		errs = append(errs, fmt.Errorf("%d order violations", r.violations))
+	}
+	if r.dedup != nil && r.dedup.effects > 0 {
+		errs = append(errs, fmt.Errorf("%d duplicate effects with --dedup %s", r.dedup.effects, r.dedup.store))
 	}
 	if r.lost > 0 {
 		errs = append(errs, fmt.Errorf("%d messages lost", r.lost))

@@ -1,0 +1,188 @@
+package dedup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+)
+
+// Config configures a [Dedup]. The zero value of every field except Store
+// and Group means its documented default.
+type Config struct {
+	// Store keeps the claims and done marks. Required.
+	Store Store
+	// Group names whose events these are: usually the consumer group, so
+	// that two groups reading one topic each apply every event. Required.
+	Group string
+	// ClaimTTL is how long a claim holds the event against other
+	// attempts. Keep it above the consumer's HandlerTimeout: a claim that
+	// expires while its handler runs lets another member run the event
+	// too. After a crash mid-handler, a redelivery waits this long for the
+	// dead claim. Default: [DefaultClaimTTL].
+	ClaimTTL time.Duration
+	// WaitInterval is how often an attempt that found the event claimed by
+	// another checks it again. Default: [DefaultWaitInterval].
+	WaitInterval time.Duration
+	// MarkTimeout bounds marking an event done after its handler
+	// succeeded, and releasing the claim after it failed; both run even
+	// when the attempt's context has ended. Default: [DefaultMarkTimeout].
+	MarkTimeout time.Duration
+	// Key returns the event ID to deduplicate on. Default: [EventKey].
+	Key func(*consumer.Message) string
+}
+
+// Defaults applied by New to zero fields.
+const (
+	DefaultClaimTTL     = 2 * consumer.DefaultHandlerTimeout
+	DefaultWaitInterval = 100 * time.Millisecond
+	DefaultMarkTimeout  = 5 * time.Second
+)
+
+// Stats counts what the middleware did since New.
+type Stats struct {
+	// Ran: attempts that claimed their event and called the handler.
+	Ran int64
+	// Skipped: deliveries of events already done; the handler was not
+	// called (duplicate deliveries caught).
+	Skipped int64
+	// Waited: attempts that found their event claimed by another and
+	// waited.
+	Waited int64
+	// StoreErrors: attempts failed because the store could not claim.
+	StoreErrors int64
+	// MarkErrors: handlers that succeeded but whose done mark (or, after a
+	// failure, whose release) the store refused; a redelivery of such an
+	// event runs it again once its claim expires.
+	MarkErrors int64
+}
+
+// Dedup is the middleware: see the package documentation for the protocol
+// and the guarantee. It is safe for concurrent use.
+type Dedup struct {
+	cfg                                    Config
+	ran, skipped, waited, storeErr, markEr atomic.Int64
+}
+
+// New returns a Dedup over cfg.Store. It returns an error wrapping
+// ErrConfig that names a bad field.
+func New(cfg Config) (*Dedup, error) {
+	bad := func(field, format string, args ...any) (*Dedup, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+	}
+	if cfg.Store == nil {
+		return bad("Store", "required")
+	}
+	if cfg.Group == "" {
+		return bad("Group", "required")
+	}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"ClaimTTL", &cfg.ClaimTTL, DefaultClaimTTL},
+		{"WaitInterval", &cfg.WaitInterval, DefaultWaitInterval},
+		{"MarkTimeout", &cfg.MarkTimeout, DefaultMarkTimeout},
+	}
+	for _, f := range durs {
+		if *f.v < 0 {
+			return bad(f.name, "must not be negative, got %v", *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if cfg.Key == nil {
+		cfg.Key = EventKey
+	}
+	return &Dedup{cfg: cfg}, nil
+}
+
+// EventKey is the default Config.Key: the message's event ID, or
+// "topic/partition@offset" for a message without one.
+func EventKey(m *consumer.Message) string {
+	if m.EventID != "" {
+		return m.EventID
+	}
+	r := m.Record
+	return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10)
+}
+
+// Stats returns the counts so far.
+func (d *Dedup) Stats() Stats {
+	return Stats{Ran: d.ran.Load(), Skipped: d.skipped.Load(), Waited: d.waited.Load(),
+		StoreErrors: d.storeErr.Load(), MarkErrors: d.markEr.Load()}
+}
+
+// Middleware wraps next so that it runs once per event ID; it is a
+// consumer.Middleware.
+func (d *Dedup) Middleware(next consumer.Handler) consumer.Handler {
+	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		id := d.cfg.Key(m)
+		token := newToken()
+		st, err := d.claim(ctx, id, token)
+		if err != nil || st == Done {
+			return err
+		}
+		d.ran.Add(1)
+		herr := next.Handle(ctx, m)
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
+		defer cancel()
+		if herr != nil {
+			if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
+				d.markEr.Add(1) // the claim expires by itself
+			}
+			return herr
+		}
+		if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
+			// The effect is applied: failing the attempt would run it
+			// again once the claim expires. Succeed; only a redelivery
+			// (a crash before the commit) can repeat it.
+			d.markEr.Add(1)
+		}
+		return nil
+	})
+}
+
+// claim claims id, waiting while another holds it; it returns Claimed or
+// Done, or an error.
+func (d *Dedup) claim(ctx context.Context, id, token string) (State, error) {
+	waited := false
+	for {
+		st, err := d.cfg.Store.Claim(ctx, d.cfg.Group, id, token, d.cfg.ClaimTTL)
+		if err != nil {
+			d.storeErr.Add(1)
+			return 0, fmt.Errorf("%w: claim %s: %w", ErrStore, id, err)
+		}
+		switch st {
+		case Claimed:
+			return st, nil
+		case Done:
+			d.skipped.Add(1)
+			return st, nil
+		}
+		if !waited {
+			waited = true
+			d.waited.Add(1)
+		}
+		t := time.NewTimer(d.cfg.WaitInterval)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("%w: %s: %w", ErrBusy, id, ctx.Err())
+		}
+	}
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

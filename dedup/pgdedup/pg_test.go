@@ -1,0 +1,185 @@
+package pgdedup_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/dedup"
+	"github.com/lanesdev/lanes/dedup/pgdedup"
+	"github.com/lanesdev/lanes/dedup/storetest"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func pool(t *testing.T) *pgxpool.Pool {
+	dsn := storetest.Server(t, "LANES_POSTGRES_DSN", "PostgreSQL")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if err := p.Ping(ctx); err != nil {
+		t.Fatalf("PostgreSQL at LANES_POSTGRES_DSN: %v", err)
+	}
+	return p
+}
+
+func store(t *testing.T, p *pgxpool.Pool) *pgdedup.Store {
+	s, err := pgdedup.New(pgdedup.Config{Pool: p, Table: "lanes_test_dedup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestStore runs the store suite on a real PostgreSQL
+// (LANES_POSTGRES_DSN).
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) dedup.Store { return store(t, pool(t)) })
+}
+
+func TestConfig(t *testing.T) {
+	if _, err := pgdedup.New(pgdedup.Config{}); !errors.Is(err, pgdedup.ErrConfig) {
+		t.Errorf("no pool: %v, want ErrConfig", err)
+	}
+	p, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, cfg := range []pgdedup.Config{{Pool: p, DoneTTL: -1}, {Pool: p, Table: "a.b.c"}, {Pool: p, Table: "a."}} {
+		if _, err := pgdedup.New(cfg); !errors.Is(err, pgdedup.ErrConfig) {
+			t.Errorf("%+v: %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// effects is the handler's own table: one row per application.
+func effects(t *testing.T, p *pgxpool.Pool) string {
+	table := fmt.Sprintf("effects_%d", time.Now().UnixNano())
+	if _, err := p.Exec(context.Background(), `CREATE TABLE `+table+` (event_id text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = p.Exec(context.Background(), `DROP TABLE `+table) })
+	return table
+}
+
+func count(t *testing.T, p *pgxpool.Pool, table, id string) int {
+	var n int
+	if err := p.QueryRow(context.Background(), `SELECT count(*) FROM `+table+` WHERE event_id = $1`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func message(id string) *consumer.Message {
+	return &consumer.Message{Record: &kgo.Record{Topic: "t"}, EventID: id, Attempt: 1}
+}
+
+// TestTxExactlyOnce: the handler's write and the mark commit together.
+// Delivered twice (a redelivery after a crash before the offset commit),
+// concurrently to several members (a rebalance), or failing after its
+// write (rolled back, retried): the write is applied once.
+func TestTxExactlyOnce(t *testing.T) {
+	p := pool(t)
+	s := store(t, p)
+	table := effects(t, p)
+	group := fmt.Sprintf("tx-%d", time.Now().UnixNano())
+	failNext := map[string]bool{"fails-once": true}
+	var mu sync.Mutex
+	h := s.TxHandler(group, func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (event_id) VALUES ($1)`, m.EventID); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failNext[m.EventID] {
+			failNext[m.EventID] = false
+			return errors.New("downstream failed after the write")
+		}
+		return nil
+	})
+	ctx := context.Background()
+
+	for range 2 {
+		if err := h.Handle(ctx, message("twice")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Handle(ctx, message("fails-once")); err == nil {
+		t.Fatal("the failing attempt succeeded")
+	}
+	if n := count(t, p, table, "fails-once"); n != 0 {
+		t.Fatalf("a failed attempt's write is visible (%d rows): not rolled back", n)
+	}
+	if err := h.Handle(ctx, message("fails-once")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := h.Handle(ctx, message("concurrent")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range []string{"twice", "fails-once", "concurrent"} {
+		if n := count(t, p, table, id); n != 1 {
+			t.Errorf("%s: applied %d times, want once", id, n)
+		}
+	}
+	if h.Ran() != 3 || h.Skipped() != 8 {
+		t.Fatalf("ran %d, skipped %d; want 3 and 8", h.Ran(), h.Skipped())
+	}
+}
+
+// TestServerDown: with PostgreSQL unreachable, the attempt fails with
+// dedup.ErrStore (retried) and the handler does not run.
+func TestServerDown(t *testing.T) {
+	p, err := pgxpool.New(context.Background(), "postgres://lanes@127.0.0.1:1/x?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, err := pgdedup.New(pgdedup.Config{Pool: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	fn := func(context.Context, pgx.Tx, *consumer.Message) error { ran = true; return nil }
+	if err := s.TxHandler("g", fn).Handle(context.Background(), message("e1")); !errors.Is(err, dedup.ErrStore) || ran {
+		t.Fatalf("transaction: %v, ran %v; want dedup.ErrStore, no run", err, ran)
+	}
+	d, _ := dedup.New(dedup.Config{Store: s, Group: "g"})
+	err = d.Middleware(consumer.HandlerFunc(func(context.Context, *consumer.Message) error { ran = true; return nil })).
+		Handle(context.Background(), message("e1"))
+	if !errors.Is(err, dedup.ErrStore) || ran {
+		t.Fatalf("middleware: %v, ran %v; want dedup.ErrStore, no run", err, ran)
+	}
+}
+
+func TestConnect(t *testing.T) {
+	if _, err := pgdedup.Connect(context.Background(), "postgres://lanes@127.0.0.1:1/x?connect_timeout=1", pgdedup.Config{}); err == nil {
+		t.Fatal("connected to nothing")
+	}
+	s, err := pgdedup.Connect(context.Background(), storetest.Server(t, "LANES_POSTGRES_DSN", "PostgreSQL"), pgdedup.Config{Table: "lanes_test_connect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
