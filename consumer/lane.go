@@ -69,19 +69,28 @@ func newLaneSet(process func(*lane, *work)) *laneSet {
 
 // start gives a new lane to the most recently parked worker, or to a new
 // one.
-func (set *laneSet) start(l *lane) {
+//
+// No lane may start after stop (the poll loop, the only caller, has ended
+// by then): such a lane would run after the shutdown released its
+// partition. start then refuses it, with false.
+func (set *laneSet) start(l *lane) bool {
 	set.mu.Lock()
+	if set.stopping {
+		set.mu.Unlock()
+		return false
+	}
 	if n := len(set.parked); n > 0 {
 		w := set.parked[n-1]
 		set.parked[n-1] = nil
 		set.parked = set.parked[:n-1]
 		set.mu.Unlock()
-		w.next <- l
-		return
+		w.next <- l // out of parked: ours is its only send
+		return true
 	}
+	set.wg.Add(1) // under mu: never concurrent with stop's Wait
 	set.mu.Unlock()
-	set.wg.Add(1)
 	go set.work(&worker{next: make(chan *lane, 1)}, l)
+	return true
 }
 
 // work is a worker goroutine: it drains its lane in order, parks until it
@@ -115,22 +124,36 @@ func (set *laneSet) stop() {
 
 // retire ends the workers parked for longer than linger (all of them with
 // 0). Called every workerLinger by retireLoop, and with 0 by stop.
+//
+// The workers to end are taken out of parked under the lock and told after
+// it (each is then out of reach of start): after a burst of a million
+// lanes, waking them all under the lock would hold up every lane start and
+// every parking worker for over a second.
 func (set *laneSet) retire(linger time.Duration) {
 	set.mu.Lock()
-	defer set.mu.Unlock()
 	now := time.Now()
 	i := 0 // parked is in parking order: the oldest first
 	for i < len(set.parked) && now.Sub(set.parked[i].since) >= linger {
-		set.parked[i].next <- nil
-		set.parked[i] = nil
 		i++
 	}
-	set.parked = append(set.parked[:0], set.parked[i:]...)
+	gone := make([]*worker, i)
+	copy(gone, set.parked[:i])
+	n := copy(set.parked, set.parked[i:])
+	clear(set.parked[n:])
+	set.parked = set.parked[:n]
+	if cap(set.parked) > 64 && n < cap(set.parked)/4 {
+		set.parked = append([]*worker(nil), set.parked...) // let a burst's array go
+	}
+	set.mu.Unlock()
+	for _, w := range gone {
+		w.next <- nil
+	}
 }
 
-// retireLoop retires lingering workers until ctx ends.
+// retireLoop retires lingering workers until ctx ends. It ticks at half
+// the linger, so a worker waits 100 to 150 ms for a lane.
 func (set *laneSet) retireLoop(ctx context.Context) {
-	t := time.NewTicker(workerLinger)
+	t := time.NewTicker(workerLinger / 2)
 	defer t.Stop()
 	for {
 		select {
@@ -196,7 +219,12 @@ func (s *shard) enqueue(w *work) {
 	s.lanes[key] = l
 	s.lanesOf.alive.Add(1)
 	s.mu.Unlock()
-	s.lanesOf.start(l)
+	if !s.lanesOf.start(l) { // after the shutdown: the next owner reads the record
+		s.mu.Lock()
+		delete(s.lanes, key)
+		s.lanesOf.alive.Add(-1)
+		s.mu.Unlock()
+	}
 }
 
 // next pops the lane's next record. With the queue empty it ends the lane:

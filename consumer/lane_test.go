@@ -79,3 +79,18 @@ func TestLanesOnePerSession(t *testing.T) {
 
 // rng2 is a small deterministic spin count per record.
 func rng2(seq uint64) int { return int(seq*2654435761>>7) % 8 }
+
+// TestNoLaneAfterStop: a record enqueued after the workers were stopped (a
+// shutdown released its partition) never runs here; it leaves no lane.
+func TestNoLaneAfterStop(t *testing.T) {
+	ran := false
+	set := newLaneSet(func(*lane, *work) { ran = true })
+	sh := &shard{lanesOf: set, lanes: map[string]*lane{}}
+	set.stop()
+	set.wg.Wait()
+	sh.enqueue(&work{rec: &kgo.Record{}, lane: "s", session: "s"})
+	set.wg.Wait()
+	if ran || len(sh.lanes) != 0 || set.alive.Load() != 0 {
+		t.Fatalf("after stop: ran %v, %d lanes, %d alive", ran, len(sh.lanes), set.alive.Load())
+	}
+}
