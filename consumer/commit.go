@@ -84,9 +84,11 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	c.metrics.commitDone(time.Since(start))
 	if err != nil {
 		c.stats.commitFailures.Add(1)
+		c.stats.commitFailed(err)
 		return err
 	}
 	c.stats.commits.Add(1)
+	c.stats.commitFailed(nil)
 	for p, cp := range points {
 		p.committedAt(cp)
 	}

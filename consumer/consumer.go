@@ -38,6 +38,7 @@ type Consumer struct {
 	cancelWork context.CancelFunc
 	lanes      *laneSet
 	ran        atomic.Bool
+	returned   atomic.Bool // Run returned
 	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
@@ -111,6 +112,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
 	}
+	defer c.returned.Store(true)
 	defer c.cancelClient()
 	cl, err := kgo.NewClient(c.clientOpts()...)
 	if err != nil {
@@ -258,5 +260,6 @@ func (c *Consumer) Stats() Stats {
 		}
 		return a.Partition < b.Partition
 	})
+	c.diagnose(&out)
 	return out
 }

@@ -328,6 +328,13 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64
 	return held, p.tr.head, p.stalled, fresh, p.movedAt
 }
 
+// head returns the sequence number of the record holding the watermark.
+func (p *partition) head() (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tr.head, p.tr.head < p.tr.tail
+}
+
 // dlqFailure records that the dead-letter copy of the record at offset could
 // not be written; it reports whether this is the first failure for it.
 func (p *partition) dlqFailure(offset int64, err error, now time.Time) bool {
@@ -357,7 +364,10 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
-		Draining: p.fenced, DeadLetterBlockedAt: p.dlqHeld, DeadLetterError: p.dlqErr,
+		Draining: p.fenced, DeadLetterBlockedAt: p.dlqHeld, DeadLetterError: p.dlqErr, HeldAt: -1,
+	}
+	if held, ok := p.tr.heldBy(); ok {
+		ps.HeldAt = held
 	}
 	if ps.Pending > 0 && p.lastWM == ps.Watermark {
 		ps.WatermarkAge = now.Sub(p.movedAt)

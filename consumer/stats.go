@@ -43,6 +43,10 @@ type Stats struct {
 	SlowHandlers int64
 	// Stalls counts partitions reported stalled (see Config.StallTimeout).
 	Stalls int64
+	// HotSessions are the sessions with the deepest lanes (records queued
+	// or running), deepest first, at most MaxHotSessions: the keys to look
+	// at when lag grows.
+	HotSessions []SessionStats
 	// Rebalances counts partition assignments received.
 	Rebalances int64
 	// Commits and CommitFailures count commit requests; CommitLatency is
@@ -79,6 +83,11 @@ type PartitionStats struct {
 	// Stalled reports whether the watermark has been held by one record
 	// for StallTimeout or longer.
 	Stalled bool
+	// HeldAt is the offset of the record holding the watermark (-1 when
+	// nothing is pending) and HeldBySession its session ("" when unknown:
+	// no session key, or between lanes); WatermarkAge says for how long.
+	HeldAt        int64
+	HeldBySession string
 	// Draining reports that the partition is being revoked or shut down:
 	// it starts nothing more and waits for its running handlers.
 	Draining bool
@@ -114,6 +123,28 @@ type counters struct {
 	dlqMu    sync.Mutex
 	dlq      int64
 	dlqByWhy map[string]int64
+
+	commitMu      sync.Mutex
+	commitErr     error     // the last commit's error; nil after a success
+	commitErrFrom time.Time // when commits started failing
+}
+
+// commitFailed records the outcome of a commit: err nil for a success.
+func (s *counters) commitFailed(err error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	if err != nil && s.commitErr == nil {
+		s.commitErrFrom = time.Now()
+	}
+	s.commitErr = err
+}
+
+// commitFailing returns the last commit error and since when commits fail,
+// or nil.
+func (s *counters) commitFailing() (error, time.Time) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return s.commitErr, s.commitErrFrom
 }
 
 func (s *counters) deadLettered(reason string) {
@@ -125,3 +156,17 @@ func (s *counters) deadLettered(reason string) {
 	s.dlq++
 	s.dlqByWhy[reason]++
 }
+
+// SessionStats describes one session with work.
+type SessionStats struct {
+	Session string
+	// Depth is the number of the session's records queued or running.
+	Depth int
+	// Running reports whether a record of the session is being handled,
+	// and RunningFor for how long its current attempt has run.
+	Running    bool
+	RunningFor time.Duration
+}
+
+// MaxHotSessions bounds Stats.HotSessions.
+const MaxHotSessions = 10

@@ -1,0 +1,100 @@
+package consumer
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Health says whether the consumer is alive and ready, and why not.
+type Health struct {
+	// Live: Run is running. A probe that restarts a consumer that is not
+	// live is right; restarting one that is only not ready rarely helps (a
+	// poison record stalls its next owner too).
+	Live bool `json:"live"`
+	// Ready: live, assigned by its group, and nothing holds it back: no
+	// stalled partition, no dead-letter write failing, commits succeeding.
+	Ready bool `json:"ready"`
+	// Reasons lists what makes it not live or not ready, one line each,
+	// naming the partition, offset, session and since when.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Health evaluates the consumer's health from its Stats.
+func (c *Consumer) Health() Health {
+	return c.health(c.Stats(), time.Now())
+}
+
+func (c *Consumer) health(st Stats, now time.Time) Health {
+	h := Health{Live: c.ran.Load() && !c.returned.Load()}
+	switch {
+	case !c.ran.Load():
+		h.Reasons = append(h.Reasons, "not running: Run has not been called")
+	case c.returned.Load():
+		h.Reasons = append(h.Reasons, "not running: Run returned")
+	}
+	if st.Rebalances == 0 {
+		h.Reasons = append(h.Reasons, "not assigned yet: the group has not given this member its partitions")
+	}
+	for _, p := range st.Partitions {
+		if p.Stalled {
+			h.Reasons = append(h.Reasons, fmt.Sprintf("%s/%d stalled since %s (%v): held by offset %d, session %q",
+				p.Topic, p.Partition, now.Add(-p.WatermarkAge).UTC().Format(time.RFC3339), p.WatermarkAge.Round(time.Second),
+				p.HeldAt, p.HeldBySession))
+		}
+		if p.DeadLetterError != "" {
+			h.Reasons = append(h.Reasons, fmt.Sprintf("%s/%d dead-letter writes failing for %v at offset %d: %s",
+				p.Topic, p.Partition, p.DeadLetterBlockedFor.Round(time.Second), p.DeadLetterBlockedAt, p.DeadLetterError))
+		}
+	}
+	if err, since := c.stats.commitFailing(); err != nil {
+		h.Reasons = append(h.Reasons, fmt.Sprintf("commits failing since %s: %v", since.UTC().Format(time.RFC3339), err))
+	}
+	h.Ready = h.Live && len(h.Reasons) == 0
+	return h
+}
+
+// HealthHandler serves the consumer's health for probes and people:
+//
+//	GET livez         200 when Live, else 503; the reasons in the body
+//	GET readyz        200 when Ready, else 503; the reasons in the body
+//	GET debug/lanes   Health and Stats as JSON (watermark holders, hot sessions)
+//
+// Mount it under a prefix of your own, for example
+// mux.Handle("/lanes/", http.StripPrefix("/lanes", c.HealthHandler())).
+func (c *Consumer) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		h := c.Health()
+		probe(w, h.Live, h.Reasons)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		h := c.Health()
+		probe(w, h.Ready, h.Reasons)
+	})
+	mux.HandleFunc("GET /debug/lanes", func(w http.ResponseWriter, r *http.Request) {
+		st := c.Stats()
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Health Health `json:"health"`
+			Stats  Stats  `json:"stats"`
+		}{c.health(st, time.Now()), st})
+	})
+	return mux
+}
+
+// probe writes a probe's answer: "ok", or 503 and one reason a line.
+func probe(w http.ResponseWriter, ok bool, reasons []string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if ok {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	for _, r := range reasons {
+		fmt.Fprintln(w, r)
+	}
+}
