@@ -35,7 +35,7 @@ var (
 
 func benchEnv(b *testing.B) []string {
 	benchOnce.Do(func() {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(benchPartitions, "bench", "bench-slow", "bench-dlq"))
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(benchPartitions, "bench", "bench-slow", "bench-batch", "bench-dlq"))
 		if err != nil {
 			b.Fatal(err)
 		}

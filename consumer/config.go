@@ -86,6 +86,11 @@ type Config struct {
 	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
 	// through the whole chain, under HandlerTimeout. Default: none.
 	Middleware []Middleware
+	// MaxBatch bounds the messages handed to one call of a BatchHandler
+	// (see NewBatch): up to MaxBatch consecutive messages of one session
+	// that are already waiting in its lane. Ignored by New. Must not be
+	// negative. Default: [DefaultMaxBatch].
+	MaxBatch int
 
 	// MaxBufferedRecords bounds the records of one partition held in
 	// memory: queued in lanes, in flight, and finished above an unfinished
@@ -192,6 +197,7 @@ const (
 
 	DefaultMaxCommitMetadataBytes = 4096
 	DefaultShardsPerCPU           = 4
+	DefaultMaxBatch               = 64
 )
 
 // validate checks cfg and returns a copy with defaults filled in.
@@ -241,6 +247,7 @@ func (cfg Config) validate() (Config, error) {
 		{"MaxBufferedRecords", &cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
 		{"MaxPollRecords", &cfg.MaxPollRecords, DefaultMaxPollRecords},
 		{"MaxCommitMetadataBytes", &cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
+		{"MaxBatch", &cfg.MaxBatch, DefaultMaxBatch},
 	}
 	for _, f := range ints {
 		if *f.v < 0 {

@@ -20,7 +20,8 @@ import (
 // with New and start it with Run.
 type Consumer struct {
 	cfg Config
-	h   Handler
+	h   Handler      // set by New
+	bh  BatchHandler // set by NewBatch
 
 	own     *owners
 	shards  []*shard
@@ -58,18 +59,34 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 			return nil, fmt.Errorf("%w: Middleware: entry %d returned a nil handler", ErrConfig, i)
 		}
 	}
-	c := &Consumer{cfg: cfg, h: h, own: newOwners(), flow: newFlow()}
+	c, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.h = h
+	c.lanes = newLaneSet(c.process)
+	c.makeShards()
+	return c, nil
+}
+
+// build makes a consumer over a validated cfg, without its handler and
+// lanes.
+func build(cfg Config) (*Consumer, error) {
+	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow()}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
+	var err error
 	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
 	}
-	c.lanes = newLaneSet(c.process)
-	c.shards = make([]*shard, cfg.Shards)
+	return c, nil
+}
+
+func (c *Consumer) makeShards() {
+	c.shards = make([]*shard, c.cfg.Shards)
 	for i := range c.shards {
 		c.shards[i] = &shard{lanesOf: c.lanes, lanes: map[string]*lane{}}
 	}
-	return c, nil
 }
 
 func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }

@@ -137,3 +137,53 @@ func ExampleMiddleware() {
 	// order-7: pay (attempt 2, deadline true)
 	// attempts 2, failures 1
 }
+
+// A batch handler: one call gets the session's messages already waiting
+// (one or both here), and stores them with one round trip. BatchError reports a
+// partial success; the retry resumes at the first message not done.
+func ExampleNewBatch() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "orders-dlq"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+
+	producer, _ := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	defer producer.Close()
+	ctx := context.Background()
+	producer.ProduceSync(ctx,
+		&kgo.Record{Topic: "orders", Key: []byte("cart-7"), Value: []byte("add apples")},
+		&kgo.Record{Topic: "orders", Key: []byte("cart-7"), Value: []byte("add pears")},
+	)
+
+	runCtx, stop := context.WithCancel(ctx)
+	stored := 0
+	c, err := consumer.NewBatch(consumer.Config{
+		Brokers:         cluster.ListenAddrs(),
+		Group:           "order-store",
+		Topics:          []string{"orders"},
+		DeadLetterTopic: "orders-dlq",
+		MaxBatch:        100,
+	}, consumer.BatchHandlerFunc(func(ctx context.Context, ms []*consumer.Message) error {
+		// One INSERT of every row; if only the first n were written, return
+		// &consumer.BatchError{Done: n, Err: err}.
+		for _, m := range ms {
+			fmt.Printf("%s: %s\n", m.SessionID, m.Record.Value)
+		}
+		if stored += len(ms); stored == 2 {
+			stop()
+		}
+		return nil
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := c.Run(runCtx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// cart-7: add apples
+	// cart-7: add pears
+}

@@ -41,8 +41,12 @@ type shard struct {
 // the workers are in (the consumer waits on it after stop).
 type laneSet struct {
 	process func(*lane, *work)
-	alive   atomic.Int64
-	wg      sync.WaitGroup
+	// batch, when set (NewBatch), handles up to maxBatch records at a time
+	// in place of process.
+	batch    func(*lane, []*work)
+	maxBatch int
+	alive    atomic.Int64
+	wg       sync.WaitGroup
 
 	mu       sync.Mutex
 	parked   []*worker // waiting for a lane; the most recent last
@@ -98,8 +102,14 @@ func (set *laneSet) start(l *lane) bool {
 func (set *laneSet) work(w *worker, l *lane) {
 	defer set.wg.Done()
 	for l != nil {
-		for r := l.s.next(l); r != nil; r = l.s.next(l) {
-			set.process(l, r)
+		if set.batch != nil {
+			for ws := l.s.nextN(l, set.maxBatch); len(ws) > 0; ws = l.s.nextN(l, set.maxBatch) {
+				set.batch(l, ws)
+			}
+		} else {
+			for r := l.s.next(l); r != nil; r = l.s.next(l) {
+				set.process(l, r)
+			}
 		}
 		set.mu.Lock()
 		if set.stopping {
@@ -178,6 +188,9 @@ type lane struct {
 	key   string
 	s     *shard
 	queue []*work // guarded by s.mu
+	// held is the batch under way (NewBatch), taken off queue by nextN;
+	// guarded by s.mu, so that the stall watch finds its records.
+	held []*work
 
 	// The attempt under way, for the watchdog: since is its start in Unix
 	// nanoseconds, 0 when the lane is between attempts.
@@ -244,4 +257,27 @@ func (s *shard) next(l *lane) *work {
 		l.queue = nil // let a grown backing array go
 	}
 	return w
+}
+
+// nextN takes up to max of the lane's queued records, never waiting for
+// more, into l.held, which it returns (the caller only reads it). With the
+// queue empty it ends the lane, like next, and returns nil.
+func (s *shard) nextN(l *lane, max int) []*work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(l.held)
+	l.held = l.held[:0]
+	if len(l.queue) == 0 {
+		delete(s.lanes, l.key)
+		s.lanesOf.alive.Add(-1)
+		return nil
+	}
+	n := min(len(l.queue), max)
+	l.held = append(l.held, l.queue[:n]...)
+	clear(l.queue[:n])
+	l.queue = l.queue[n:]
+	if len(l.queue) == 0 {
+		l.queue = nil
+	}
+	return l.held
 }

@@ -18,7 +18,8 @@ type Message struct {
 	// It is not validated: use eventid.Parse to check it.
 	EventID string
 	// Attempt is 1 on the first delivery to the handler and grows by one
-	// on each retry.
+	// on each retry. In a batch (NewBatch) it is 1 plus the failed calls
+	// in which the message was the first one not done.
 	Attempt int
 }
 

@@ -181,6 +181,14 @@ func (p *partition) isDone(seq uint64) bool {
 	return p.tr.isDone(seq)
 }
 
+// isFenced reports whether the partition is fenced: its records not yet
+// done are left to the next owner.
+func (p *partition) isFenced() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fenced
+}
+
 // waitRetry waits d before the next attempt at record seq. It reports
 // false, early, when the partition is fenced or the record got done
 // meanwhile (skipped as stalled): no further attempt is to be made.

@@ -36,9 +36,10 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 }
 
 // holder finds the work holding p (sequence number seq): running or
-// retrying in a lane, or queued in one. attempt is 0 when it has not
-// started. The sequence number, not the offset, names it: after a log
-// truncation a retired record may share the offset.
+// retrying in a lane, queued in one, or in a batch under way behind its
+// head. attempt is 0 when it has not started. The sequence number, not
+// the offset, names it: after a log truncation a retired record may share
+// the offset.
 func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 	for _, s := range c.shards {
 		s.mu.Lock()
@@ -48,6 +49,12 @@ func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 				return w, l, int(l.attempt.Load())
 			}
 			for _, w := range l.queue {
+				if w.p == p && w.seq == seq {
+					s.mu.Unlock()
+					return w, nil, 0
+				}
+			}
+			for _, w := range l.held { // in a batch, behind its head
 				if w.p == p && w.seq == seq {
 					s.mu.Unlock()
 					return w, nil, 0

@@ -1,0 +1,226 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// BatchHandler processes messages a batch at a time (see NewBatch).
+// HandleBatch receives 1 to Config.MaxBatch consecutive messages of one
+// session, in order; calls for one session never overlap, calls for
+// different sessions run concurrently. It returns nil when every message is
+// done; &BatchError{Done: n, Err: err} when the first n are done and
+// message n failed with err; any other error when none is done (the whole
+// batch is retried). Permanent(err), alone or as a BatchError's Err, sends
+// the first message not done to the dead-letter topic. HandleBatch must
+// honour ctx: it is cancelled at HandlerTimeout and on hard shutdown.
+type BatchHandler interface {
+	HandleBatch(ctx context.Context, ms []*Message) error
+}
+
+// BatchHandlerFunc adapts a function to a BatchHandler.
+type BatchHandlerFunc func(ctx context.Context, ms []*Message) error
+
+// HandleBatch calls f(ctx, ms).
+func (f BatchHandlerFunc) HandleBatch(ctx context.Context, ms []*Message) error { return f(ctx, ms) }
+
+// BatchError is returned by a BatchHandler that finished only the first
+// Done messages of its batch: message Done failed with Err. Return it as a
+// pointer. A Done of len(ms) or more means the whole batch is done; a nil
+// Err is treated as a retriable error.
+type BatchError struct {
+	Done int
+	Err  error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("consumer: batch: first %d messages done, then: %v", e.Done, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// errBatchIncomplete stands for a BatchError with no Err.
+var errBatchIncomplete = errors.New("consumer: batch handler reported the batch unfinished, with no error")
+
+// NewBatch is New for a BatchHandler: each lane hands h up to
+// cfg.MaxBatch (default DefaultMaxBatch) of its session's messages that
+// are already queued, never waiting for more. Order and the one-at-a-time
+// rule hold across batches; failures follow BatchHandler's contract and
+// the retry policy, counted for the first message not done. Middleware
+// applies to Handler only: NewBatch rejects a Config with Middleware.
+func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: handler: must not be nil", ErrConfig)
+	}
+	if len(cfg.Middleware) > 0 {
+		return nil, fmt.Errorf("%w: Middleware: does not apply to a BatchHandler", ErrConfig)
+	}
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.bh = h
+	c.lanes = newLaneSet(nil)
+	c.lanes.batch, c.lanes.maxBatch = c.processBatch, cfg.MaxBatch
+	c.makeShards()
+	return c, nil
+}
+
+// processBatch starts the records a lane took (those fenced or skipped as
+// stalled meanwhile drop out) and delivers them as one batch.
+func (c *Consumer) processBatch(l *lane, taken []*work) {
+	b := make([]*work, 0, len(taken))
+	for _, w := range taken {
+		if w.p.start(w.seq) {
+			w.msg = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Attempt: 1}
+			b = append(b, w)
+		}
+	}
+	c.deliverBatch(l, b)
+}
+
+// deliverBatch calls the batch handler until every record of b is
+// finished: done (handled, or dead-lettered as the head), or dropped (its
+// partition fenced, or skipped as stalled). Each call gets the records not
+// yet finished, in order; a failure counts as an attempt of the head, the
+// first record not done, whose attempt number and backoff the retry policy
+// uses, and which alone is dead-lettered when the policy gives up.
+func (c *Consumer) deliverBatch(l *lane, b []*work) {
+	pol := c.cfg.Retry
+	var bo backoff.BackOff // the head's; made on its first failure
+	ms := make([]*Message, 0, len(b))
+	for {
+		b = settle(b)
+		if len(b) == 0 {
+			return
+		}
+		ms = ms[:0]
+		for _, w := range b {
+			ms = append(ms, &w.msg)
+		}
+		span, err := c.callBatch(l, b[0], ms)
+		done, cause := batchOutcome(err, len(b))
+		for _, w := range b[:done] {
+			w.p.finish(w.seq, true)
+		}
+		c.stats.processed.Add(int64(done))
+		if b = b[done:]; done > 0 {
+			bo = nil
+		}
+		if len(b) == 0 {
+			tracing.EndProcess(span, nil)
+			return
+		}
+		head := b[0]
+		if head.p.isDone(head.seq) {
+			tracing.EndProcess(span, cause)
+			continue // skipped as stalled while the call ran: settle drops it
+		}
+		reason := c.giveUp(cause, head.msg.Attempt)
+		if bo == nil {
+			bo = pol.backoff()
+		}
+		wait := bo.NextBackOff()
+		if reason == "" && wait == backoff.Stop && !pol.Forever {
+			reason = exhaustedReason(cause)
+		}
+		if reason != "" {
+			ok := c.deadLetter(head, &head.msg, cause, reason, span)
+			if ok && span.IsRecording() {
+				span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
+					attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+			}
+			tracing.EndProcess(span, cause)
+			head.p.finish(head.seq, ok)
+			b, bo = b[1:], nil
+			continue
+		}
+		if IsPermanent(cause) {
+			lg := c.recordLog(span, head)
+			lg.Error().Err(cause).Msg("permanent error with no dead-letter topic: retrying")
+		}
+		c.stats.retries.Add(1)
+		if span.IsRecording() {
+			span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
+		}
+		tracing.EndProcess(span, cause)
+		head.msg.Attempt++
+		head.p.waitRetry(head.seq, wait) // fenced or skipped meanwhile: settle drops it
+	}
+}
+
+// batchOutcome reads a batch call's error: how many of its n first
+// messages are done, and the error of the first one not done.
+func batchOutcome(err error, n int) (done int, cause error) {
+	if err == nil {
+		return n, nil
+	}
+	var be *BatchError
+	if !errors.As(err, &be) {
+		return 0, err
+	}
+	done = min(max(be.Done, 0), n)
+	if be.Err == nil {
+		return done, errBatchIncomplete
+	}
+	return done, be.Err
+}
+
+// settle finishes, as not done, the records of b whose partition is fenced
+// (the next owner runs them) or that were skipped as stalled, and returns
+// the others, in order, in b's array.
+func settle(b []*work) []*work {
+	keep := b[:0]
+	for _, w := range b {
+		if w.p.isFenced() || w.p.isDone(w.seq) {
+			w.p.finish(w.seq, false)
+			continue
+		}
+		keep = append(keep, w)
+	}
+	clear(b[len(keep):])
+	return keep
+}
+
+// callBatch runs one batch handler call, as call does for one record: under
+// HandlerTimeout, inside the head's process span, with the head as the
+// lane's current work for the watchdog, turning a panic into an error.
+func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Span, err error) {
+	now := time.Now()
+	actx := newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
+	var ctx context.Context = actx
+	span = noSpan
+	if c.tracer.Enabled() {
+		ctx, span = c.tracer.StartProcess(actx, head.rec, tracing.Process{Group: c.cfg.Group, SessionID: head.session,
+			EventID: head.msg.EventID, Attempt: head.msg.Attempt, AsChild: c.cfg.TraceAsChild})
+		span.SetAttributes(attribute.Int("lanes.batch.size", len(ms)))
+	}
+	l.begin(head, head.msg.Attempt, now, span)
+	defer func() {
+		l.end()
+		actx.release()
+		c.metrics.handlerDone(ctx, time.Since(now))
+		if r := recover(); r != nil {
+			c.stats.panics.Add(1)
+			lg := c.recordLog(span, head)
+			lg.Error().Int("attempt", head.msg.Attempt).Int("batch", len(ms)).Str("panic", fmt.Sprint(r)).
+				Bytes("stack", debug.Stack()).Msg("batch handler panicked; treated as an error")
+			err = fmt.Errorf("%w: %v", ErrHandlerPanic, r)
+		}
+	}()
+	return span, c.bh.HandleBatch(ctx, ms)
+}
