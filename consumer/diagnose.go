@@ -29,16 +29,20 @@ func (c *Consumer) diagnose(out *Stats) {
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
-			ss := SessionStats{Session: sessionName(l.key), Depth: len(l.queue)}
+			ss := SessionStats{Session: sessionName(l.key), Depth: len(l.queue) + len(l.held)}
 			if since := l.since.Load(); since != 0 {
-				ss.Depth++
+				if len(l.held) == 0 {
+					ss.Depth++ // the record under way (a batch's are in held)
+				}
 				ss.Running, ss.RunningFor = true, time.Duration(now-since)
 			}
 			if w := l.cur.Load(); w != nil && ss.Running {
 				note(out, want, held{w.p, w.seq}, w.session)
 			}
-			for _, w := range l.queue {
-				note(out, want, held{w.p, w.seq}, w.session)
+			for _, q := range [][]*work{l.held, l.queue} {
+				for _, w := range q {
+					note(out, want, held{w.p, w.seq}, w.session)
+				}
 			}
 			hot = keepHot(hot, ss)
 		}

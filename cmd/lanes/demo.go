@@ -117,7 +117,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// that transient faults never exhaust it.
 		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
 	}
-	consume, crash, err := consumers(ctx, cfg, ccfg, chk, broker, stderr)
+	consume, crash, err := consumers(ctx, cfg, ccfg, chk, broker, obs.serveHealth, stderr)
 	if err != nil {
 		return err
 	}
@@ -179,12 +179,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // consumers returns how the demo consumes: one consumer, or with --dedup a
 // crash and restart (crash describes it afterwards).
 func consumers(ctx context.Context, cfg demoConfig, ccfg consumer.Config, chk *checker, broker *lanestest.Broker,
-	stderr io.Writer) (consume func(context.Context) error, crash *crashRun, err error) {
+	serve func(*consumer.Consumer), stderr io.Writer) (consume func(context.Context) error, crash *crashRun, err error) {
 	if cfg.dedup == "" {
 		c, err := consumer.New(ccfg, chk.handler())
 		if err != nil {
 			return nil, nil, err
 		}
+		serve(c)
 		return c.Run, nil, nil
 	}
 	store, closeStore, err := openStore(ctx, cfg)
@@ -192,7 +193,7 @@ func consumers(ctx context.Context, cfg demoConfig, ccfg consumer.Config, chk *c
 		return nil, nil, err
 	}
 	chk.dedup = true
-	crash = &crashRun{broker: broker, cfg: ccfg, chk: chk, store: store, total: cfg.messages}
+	crash = &crashRun{broker: broker, cfg: ccfg, chk: chk, store: store, total: cfg.messages, serve: serve}
 	return func(ctx context.Context) error {
 		defer closeStore()
 		return crash.run(ctx, stderr)

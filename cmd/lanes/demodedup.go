@@ -53,6 +53,7 @@ type crashRun struct {
 	chk    *checker
 	store  dedup.Store
 	total  int
+	serve  func(*consumer.Consumer) // the health endpoint follows the consumer running
 
 	dedups    []*dedup.Dedup
 	rewoundTo int // messages done when the offsets it rewound to were current
@@ -72,7 +73,11 @@ func (r *crashRun) consumer(member string) (*consumer.Consumer, error) {
 		func(h consumer.Handler) consumer.Handler { return r.chk.ledger.Handler(member, h) },
 		d.Middleware,
 	}
-	return consumer.New(cfg, consumer.HandlerFunc(r.chk.handle))
+	c, err := consumer.New(cfg, consumer.HandlerFunc(r.chk.handle))
+	if err == nil {
+		r.serve(c)
+	}
+	return c, err
 }
 
 func (r *crashRun) run(ctx context.Context, stderr io.Writer) error {

@@ -9,7 +9,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer"
 
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +32,14 @@ type observe struct {
 	mp    *sdkmetric.MeterProvider
 	srv   *http.Server
 	done  chan struct{}
+	// health serves the running consumer's HealthHandler under /lanes/.
+	health atomic.Pointer[http.Handler]
+}
+
+// serveHealth makes /lanes/ (livez, readyz, debug/lanes) answer for c.
+func (o *observe) serveHealth(c *consumer.Consumer) {
+	h := http.StripPrefix("/lanes", c.HealthHandler())
+	o.health.Store(&h)
 }
 
 // tracedSessions are the sessions whose spans --trace keeps.
@@ -55,13 +66,20 @@ func setupObserve(cfg demoConfig, stdout io.Writer) (*observe, error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.Handler())
+		mux.HandleFunc("/lanes/", func(w http.ResponseWriter, r *http.Request) {
+			if h := o.health.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "no consumer yet", http.StatusServiceUnavailable)
+		})
 		o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		o.done = make(chan struct{})
 		go func() {
 			defer close(o.done)
 			_ = o.srv.Serve(ln)
 		}()
-		fmt.Fprintf(stdout, "metrics: http://%s/metrics (Prometheus)\n", ln.Addr())
+		fmt.Fprintf(stdout, "metrics: http://%s/metrics (Prometheus); health: /lanes/livez, /lanes/readyz, /lanes/debug/lanes\n", ln.Addr())
 	}
 	return o, nil
 }
