@@ -48,7 +48,7 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 				p.Topic, p.Partition, p.DeadLetterBlockedFor.Round(time.Second), p.DeadLetterBlockedAt, p.DeadLetterError))
 		}
 	}
-	if err, since := c.stats.commitFailing(); err != nil {
+	if since, err := c.stats.commitFailing(); err != nil {
 		h.Reasons = append(h.Reasons, fmt.Sprintf("commits failing since %s: %v", since.UTC().Format(time.RFC3339), err))
 	}
 	h.Ready = h.Live && len(h.Reasons) == 0

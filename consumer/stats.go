@@ -139,12 +139,12 @@ func (s *counters) commitFailed(err error) {
 	s.commitErr = err
 }
 
-// commitFailing returns the last commit error and since when commits fail,
-// or nil.
-func (s *counters) commitFailing() (error, time.Time) {
+// commitFailing returns since when commits fail and the last commit
+// error, or a nil error.
+func (s *counters) commitFailing() (time.Time, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	return s.commitErr, s.commitErrFrom
+	return s.commitErrFrom, s.commitErr
 }
 
 func (s *counters) deadLettered(reason string) {
