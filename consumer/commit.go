@@ -78,7 +78,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		return nil
 	})
 	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
-		err = commitErr(resp, reqErr)
+		err = commitError(resp, reqErr)
 	})
 	c.stats.commitNanos.Add(time.Since(start).Nanoseconds())
 	c.metrics.commitDone(time.Since(start))
@@ -95,9 +95,9 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	return nil
 }
 
-// commitErr folds a commit's request error and per-partition errors into
+// commitError folds a commit's request error and per-partition errors into
 // one error naming each failed partition.
-func commitErr(resp *kmsg.OffsetCommitResponse, reqErr error) error {
+func commitError(resp *kmsg.OffsetCommitResponse, reqErr error) error {
 	if reqErr != nil {
 		return fmt.Errorf("%w: %w", ErrCommit, reqErr)
 	}

@@ -104,12 +104,12 @@ func (d *deadLetters) record(r *kgo.Record, errText, reason string, attempts int
 		size += len(x.Key) + len(x.Value)
 	}
 	room := min(maxErrorHeader, max(d.limit-size, 0))
-	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(cut(errText, room))})
+	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(clipUTF8(errText, room))})
 	return &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// cut shortens s to at most n bytes without splitting a UTF-8 sequence.
-func cut(s string, n int) string {
+// clipUTF8 shortens s to at most n bytes without splitting a UTF-8 sequence.
+func clipUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -124,19 +124,19 @@ type counters struct {
 	dlq      int64
 	dlqByWhy map[string]int64
 
-	commitMu      sync.Mutex
-	commitErr     error     // the last commit's error; nil after a success
-	commitErrFrom time.Time // when commits started failing
+	commitMu       sync.Mutex
+	lastCommitErr  error     // the last commit's error; nil after a success
+	lastCommitFrom time.Time // when commits started failing
 }
 
 // commitFailed records the outcome of a commit: err nil for a success.
 func (s *counters) commitFailed(err error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	if err != nil && s.commitErr == nil {
-		s.commitErrFrom = time.Now()
+	if err != nil && s.lastCommitErr == nil {
+		s.lastCommitFrom = time.Now()
 	}
-	s.commitErr = err
+	s.lastCommitErr = err
 }
 
 // commitFailing returns since when commits fail and the last commit
@@ -144,7 +144,7 @@ func (s *counters) commitFailed(err error) {
 func (s *counters) commitFailing() (time.Time, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	return s.commitErrFrom, s.commitErr
+	return s.lastCommitFrom, s.lastCommitErr
 }
 
 func (s *counters) deadLettered(reason string) {
