@@ -31,6 +31,7 @@ func TestSeedScenario(t *testing.T) {
 	c.produce(t, topic, sessions, 5000, l)
 	startMember(t, "m1", c.consumerConfig("seed", topic, dlq), handler("m1", l, faults{transient: 0.10}))
 	waitFinished(t, l, 50_000, 5*time.Minute)
+	assertGroupProtocol(t, c, groupName("seed"))
 	c.readDLQ(t, dlq, l)
 	assertClean(t, c, l.Report(), time.Since(start), false)
 }
