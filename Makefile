@@ -9,6 +9,8 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 VERSION ?=
 APPLY   ?=
 TESTFLAGS ?= -race -count=1 -timeout 20m
+# test-kafka: the consumer group protocols the integration suite runs under
+GROUP_PROTOCOLS ?= classic consumer
 BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
 KAFKA_SH := integration/kafka/kafka.sh
@@ -20,11 +22,13 @@ test:
 	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...); done
 
 ## test-kafka: the integration suite against a real Apache Kafka 4.x broker
-## (started from Maven Central jars with the machine's Java, always stopped)
+## (started from Maven Central jars with the machine's Java, always stopped),
+## once per consumer group protocol: classic, then consumer (KIP-848)
 test-kafka:
 	@$(KAFKA_SH) start
 	@rc=0; eval "$$($(KAFKA_SH) env | sed 's/^/export /')"; \
-	  (cd integration && $(GO) test $(TESTFLAGS) ./...) || rc=$$?; \
+	  for p in $(GROUP_PROTOCOLS); do echo "== integration, group protocol $$p"; \
+	    (cd integration && LANES_GROUP_PROTOCOL=$$p $(GO) test $(TESTFLAGS) ./...) || rc=$$?; done; \
 	  $(KAFKA_SH) stop; exit $$rc
 
 ## test-dedup: the dedup stores' suite against a real PostgreSQL and Redis

@@ -81,7 +81,7 @@ func (c *cluster) produce(t *testing.T, topic string, sessions []string, per int
 // produceRange is produce for seqs [from, to).
 func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, from, to int, l *lanestest.Ledger) {
 	t.Helper()
-	p, err := producer.New(producer.Config{Brokers: c.brokers, Topic: topic, DeliveryTimeout: 2 * time.Minute})
+	p, err := producer.New(producer.Config{Brokers: c.brokers, Topic: topic, DeliveryTimeout: 2 * time.Minute, ClientOptions: c.Opts()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,9 @@ func faulty(f faults) consumer.Handler {
 }
 
 // consumerConfig is the scenarios' consumer configuration: quick retries
-// with a budget transient faults never exhaust, and fast commits.
+// with a budget transient faults never exhaust, and fast commits; the group
+// protocol of LANES_GROUP_PROTOCOL (its own group per protocol), the
+// cluster's TLS and SASL options.
 func (c *cluster) consumerConfig(group, topic, dlq string) consumer.Config {
 	var log *zerolog.Logger
 	if os.Getenv("LANES_TEST_LOG") != "" {
@@ -167,10 +169,11 @@ func (c *cluster) consumerConfig(group, topic, dlq string) consumer.Config {
 	}
 	return consumer.Config{
 		Logger:  log,
-		Brokers: c.brokers, Group: group, Topics: []string{topic}, DeadLetterTopic: dlq,
+		Brokers: c.brokers, Group: groupName(group), Topics: []string{topic}, DeadLetterTopic: dlq,
 		CommitInterval: 200 * time.Millisecond,
 		Retry:          consumer.RetryPolicy{InitialInterval: 2 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxAttempts: 40},
 		RevokeTimeout:  20 * time.Second,
+		ClientOptions:  append(c.Opts(), protocolOpts()...),
 	}
 }
 

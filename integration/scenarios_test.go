@@ -31,6 +31,7 @@ func TestSeedScenario(t *testing.T) {
 	c.produce(t, topic, sessions, 5000, l)
 	startMember(t, "m1", c.consumerConfig("seed", topic, dlq), handler("m1", l, faults{transient: 0.10}))
 	waitFinished(t, l, 50_000, 5*time.Minute)
+	assertGroupProtocol(t, c, groupName("seed"))
 	c.readDLQ(t, dlq, l)
 	assertClean(t, c, l.Report(), time.Since(start), false)
 }
@@ -198,15 +199,29 @@ func TestBrokerRestart(t *testing.T) {
 	sessions := sessionNames(100)
 	start := time.Now()
 	c.produce(t, topic, sessions, 100, l)
-	// About 2.5 s of work per session (100 × 25 ms on average): the restart
-	// lands in the middle of it.
-	startMember(t, "m1", c.consumerConfig("restart", topic, dlq), handler("m1", l, faults{transient: 0.05, work: 50 * time.Millisecond}))
+	// The second half of each session waits until the broker is back, so
+	// the restart always lands in the middle of the run (records fetched,
+	// work in flight, commits owed) however fast the first half goes.
+	restarted := make(chan struct{})
+	work := faulty(faults{transient: 0.05, work: 50 * time.Millisecond})
+	gated := consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		if _, seq, _ := strings.Cut(string(m.Record.Value), "|"); atoi(seq) >= 50 {
+			select {
+			case <-restarted:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return work.Handle(ctx, m)
+	})
+	startMember(t, "m1", c.consumerConfig("restart", topic, dlq), l.Handler("m1", gated))
 	waitFinished(t, l, 1000, 2*time.Minute)
 	out, err := exec.Command(script, "restart").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kafka.sh restart: %v\n%s", err, out)
 	}
 	at := l.Accounted()
+	close(restarted)
 	t.Logf("broker restarted with %d of %d finished", at, len(sessions)*100)
 	if at >= len(sessions)*100 {
 		t.Fatal("the run finished before the restart: nothing was tested")
@@ -280,4 +295,13 @@ func TestJavaProducerInterop(t *testing.T) {
 		}
 	}
 	t.Logf("%d records from the Java console producer consumed in order; partitions agree for %d sessions", r.Calls, len(sessions))
+}
+
+// atoi is strconv.Atoi for the test's own numbers (-1 for anything else).
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -14,6 +14,7 @@ import (
 // Apache Kafka ([ConnectBroker]).
 type Broker struct {
 	addrs   []string
+	opts    []kgo.Opt      // for every client: TLS, SASL (a connected cluster)
 	cluster *kfake.Cluster // nil for a connected cluster
 }
 
@@ -32,9 +33,15 @@ func NewBroker(partitions int32, topics ...string) (*Broker, error) {
 }
 
 // ConnectBroker uses a running cluster at addrs. Close does not stop it.
-func ConnectBroker(addrs []string) *Broker {
-	return &Broker{addrs: append([]string(nil), addrs...)}
+// opts (TLS, SASL) apply to every client the Broker makes; Opts returns
+// them for the producer's and consumer's ClientOptions.
+func ConnectBroker(addrs []string, opts ...kgo.Opt) *Broker {
+	return &Broker{addrs: append([]string(nil), addrs...), opts: append([]kgo.Opt(nil), opts...)}
 }
+
+// Opts returns the client options given to ConnectBroker (nil for an
+// embedded broker).
+func (b *Broker) Opts() []kgo.Opt { return append([]kgo.Opt(nil), b.opts...) }
 
 // Addrs returns the seed brokers, for producer.Config and consumer.Config.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
@@ -42,10 +49,11 @@ func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 // Embedded reports whether the broker runs in this process (kfake).
 func (b *Broker) Embedded() bool { return b.cluster != nil }
 
-// Client returns a franz-go client seeded with the broker's addresses and
-// opts; the caller closes it.
+// Client returns a franz-go client seeded with the broker's addresses, with
+// the options given to ConnectBroker and then opts; the caller closes it.
 func (b *Broker) Client(opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addrs...)}, opts...)...)
+	all := append([]kgo.Opt{kgo.SeedBrokers(b.addrs...)}, b.opts...)
+	return kgo.NewClient(append(all, opts...)...)
 }
 
 // CreateTopics creates topics with the given partitions (replication factor

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/lanesdev/lanes/lanestest"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +14,8 @@ import (
 // order without lanes: one goroutine per partition, each handling its
 // partition's records one at a time with the same handler work. It runs for
 // at most d and returns records handled per second.
-func baselineRate(ctx context.Context, brokers []string, topic string, work time.Duration, d time.Duration) (float64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+func baselineRate(ctx context.Context, broker *lanestest.Broker, topic string, work time.Duration, d time.Duration) (float64, error) {
+	cl, err := broker.Client(kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return 0, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
 	"slices"
 	"strconv"
@@ -25,7 +26,8 @@ type benchConfig struct {
 	plots      string
 	docs       string
 	workloads  []workload
-	args       []string // as given, for the record
+	args       []string  // as given, for the record
+	opts       []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -54,7 +56,13 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
 	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
+	var sec security
+	sec.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.opts, err = sec.clientOpts(c.brokers != ""); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -219,7 +227,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		b.where = "embedded broker (kfake, in process)"
 	} else {
-		b.broker = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","))
+		b.broker = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","), cfg.opts...)
 		b.where = "brokers " + cfg.brokers
 	}
 	defer b.broker.Close()

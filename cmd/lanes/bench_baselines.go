@@ -15,6 +15,7 @@ import (
 // report each record to. A runner returns once ctx ends and it stopped.
 type runEnv struct {
 	brokers []string
+	opts    []kgo.Opt // TLS, SASL
 	topic   string
 	group   string
 	pool    int
@@ -38,7 +39,7 @@ var runners = map[string]runner{consLanes: runLanes, consRaw: runRaw, consPart: 
 func runLanes(ctx context.Context, e runEnv) error {
 	w := e.t.w
 	wait := max(w.RetryWait, time.Millisecond)
-	c, err := consumer.New(consumer.Config{Brokers: e.brokers, Group: e.group, Topics: []string{e.topic},
+	c, err := consumer.New(consumer.Config{Brokers: e.brokers, Group: e.group, Topics: []string{e.topic}, ClientOptions: e.opts,
 		Retry: consumer.RetryPolicy{Forever: true, InitialInterval: wait, Multiplier: retryMultiplier,
 			MaxInterval: wait * retryMaxFactor, NoJitter: true}},
 		consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
@@ -51,9 +52,9 @@ func runLanes(ctx context.Context, e runEnv) error {
 }
 
 func groupClient(e runEnv) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumerGroup(e.group), kgo.ConsumeTopics(e.topic),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumerGroup(e.group), kgo.ConsumeTopics(e.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-		kgo.FetchMaxWait(100*time.Millisecond))
+		kgo.FetchMaxWait(100 * time.Millisecond)}, e.opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s client: %w", e.group, err)
 	}

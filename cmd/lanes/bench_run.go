@@ -28,7 +28,7 @@ type bench struct {
 // gets a fresh topic that is sent to while it consumes.
 func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int) ([]result, error) {
 	p := w.plan()
-	snd, err := newSender(b.brokers, w, p)
+	snd, err := newSender(b.broker, w, p)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
-	env := runEnv{brokers: b.brokers, topic: topic, group: topic + "-" + name, pool: b.cfg.pool, t: t}
+	env := runEnv{brokers: b.brokers, opts: b.broker.Opts(), topic: topic, group: topic + "-" + name, pool: b.cfg.pool, t: t}
 	go func() { errc <- runners[name](rctx, env) }()
 	peakHeap, peakG := samples[1].Value.Uint64(), runtime.NumGoroutine()
 	sendErr := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/lanesdev/lanes/lanestest"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -149,8 +150,8 @@ type sender struct {
 	part []int32
 }
 
-func newSender(brokers []string, w workload, p plan) (*sender, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+func newSender(broker *lanestest.Broker, w workload, p plan) (*sender, error) {
+	cl, err := broker.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
 		return nil, fmt.Errorf("producer client: %w", err)

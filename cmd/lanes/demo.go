@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
 	"os"
 	"strconv"
@@ -35,6 +36,7 @@ type demoConfig struct {
 	dedup       string // "", memory, redis or postgres
 	redisAddr   string
 	postgresDSN string
+	opts        []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -57,7 +59,13 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.StringVar(&c.dedup, "dedup", "", "apply each message's effect once with a dedup store (memory, redis or postgres), across a crash and restart of the consumer")
 	fs.StringVar(&c.redisAddr, "redis-addr", envOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis")
 	fs.StringVar(&c.postgresDSN, "postgres-dsn", envOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres")
+	var sec security
+	sec.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.opts, err = sec.clientOpts(c.brokers != ""); err != nil {
 		return c, err
 	}
 	switch {
@@ -115,13 +123,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		TracerProvider: tracerProvider(obs), TraceAsChild: cfg.trace, MeterProvider: meterProvider(obs),
 		// Quick retries so a run takes seconds; the budget is large enough
 		// that transient faults never exhaust it.
-		Retry: consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
+		Retry:         consumer.RetryPolicy{InitialInterval: 5 * time.Millisecond, MaxInterval: 100 * time.Millisecond, MaxAttempts: 25},
+		ClientOptions: broker.Opts(),
 	}
 	consume, crash, err := consumers(ctx, cfg, ccfg, chk, broker, obs.serveHealth, stderr)
 	if err != nil {
 		return err
 	}
-	p, err := producer.New(producer.Config{Brokers: brokers, Topic: topic,
+	p, err := producer.New(producer.Config{Brokers: brokers, Topic: topic, ClientOptions: broker.Opts(),
 		TracerProvider: tracerProvider(obs), MeterProvider: meterProvider(obs)})
 	if err != nil {
 		return err
@@ -157,7 +166,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.baseline > 0 && cfg.work > 0 {
 		fmt.Fprintf(stderr, "measuring the baseline (one goroutine per partition) for %v...\n", cfg.baseline)
-		if r.baseline, err = baselineRate(ctx, brokers, topic, cfg.work, cfg.baseline); err != nil {
+		if r.baseline, err = baselineRate(ctx, broker, topic, cfg.work, cfg.baseline); err != nil {
 			fmt.Fprintln(stderr, "baseline:", err)
 		}
 	}
@@ -256,7 +265,7 @@ func demoTopics(ctx context.Context, cfg demoConfig) (b *lanestest.Broker, where
 		}
 		return b, "embedded broker (kfake)", topic, b.Close, nil
 	}
-	b = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","))
+	b = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","), cfg.opts...)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := b.CreateTopics(cctx, int32(cfg.partitions), topic, topic+"-dlq"); err != nil {

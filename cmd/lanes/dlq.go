@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanesdev/lanes/lanestest"
 	"io"
 	"sort"
 	"strings"
@@ -42,13 +43,20 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	to := fs.String("to", "", "replay: send to this topic instead of each record's source topic")
 	reason := fs.String("reason", "", "replay: only records with this lanes-dlq-reason")
 	dry := fs.Bool("dry-run", false, "replay: print what would be sent, send nothing")
+	var sec security
+	sec.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if *brokers == "" || *topic == "" {
 		return errors.New("dlq: --brokers and --topic are required")
 	}
-	recs, err := readAll(ctx, strings.Split(*brokers, ","), *topic)
+	opts, err := sec.clientOpts(true)
+	if err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	broker := lanestest.ConnectBroker(strings.Split(*brokers, ","), opts...)
+	recs, err := readAll(ctx, broker, *topic)
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", *topic, err)
 	}
@@ -56,12 +64,12 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		inspect(stdout, recs, *limit)
 		return nil
 	}
-	return replay(ctx, stdout, strings.Split(*brokers, ","), recs, *to, *reason, *dry)
+	return replay(ctx, stdout, broker, recs, *to, *reason, *dry)
 }
 
 // readAll reads topic from its start to the end offsets seen at the start.
-func readAll(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+func readAll(ctx context.Context, broker *lanestest.Broker, topic string) ([]*kgo.Record, error) {
+	cl, err := broker.Client(kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
@@ -137,7 +145,7 @@ var dlqHeaders = map[string]bool{
 	consumer.HeaderDLQError: true, consumer.HeaderDLQAttempts: true, consumer.HeaderDLQReason: true,
 }
 
-func replay(ctx context.Context, w io.Writer, brokers []string, recs []*kgo.Record, to, reason string, dry bool) error {
+func replay(ctx context.Context, w io.Writer, broker *lanestest.Broker, recs []*kgo.Record, to, reason string, dry bool) error {
 	var out []*kgo.Record
 	for _, r := range recs {
 		why, _ := eventid.Header(r, consumer.HeaderDLQReason)
@@ -166,7 +174,7 @@ func replay(ctx context.Context, w io.Writer, brokers []string, recs []*kgo.Reco
 		fmt.Fprintf(w, "%d records would be replayed\n", len(out))
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	cl, err := broker.Client(kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	if err != nil {
 		return err
 	}

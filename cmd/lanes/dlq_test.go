@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/lanesdev/lanes/lanestest"
 	"strings"
 	"testing"
 
@@ -62,7 +63,7 @@ func TestDLQInspectAndReplay(t *testing.T) {
 	if !strings.Contains(out.String(), "2 records replayed") {
 		t.Fatalf("replay output: %s", out.String())
 	}
-	got, err := readAll(ctx, c.ListenAddrs(), "chat")
+	got, err := readAll(ctx, lanestest.ConnectBroker(c.ListenAddrs()), "chat")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,16 @@
 #   kafka.sh stop      stop it and delete its data
 #   kafka.sh restart   stop and start again, keeping its data (broker-restart tests)
 #   kafka.sh status    say whether it runs
-#   kafka.sh env       print LANES_BROKERS=... and LANES_KAFKA_CLASSPATH=...
+#   kafka.sh env       print LANES_BROKERS=..., LANES_KAFKA_CLASSPATH=... and the
+#                      secured listeners' addresses and credentials (below)
 #   kafka.sh logs      print the broker log
+#
+# Listeners: PLAINTEXT on $PORT; the controller on $PORT+1; TLS on $PORT+2
+# (mutual: the client presents a certificate); SASL_PLAINTEXT on $PORT+3
+# with SCRAM-SHA-512 and PLAIN. The certificates (a throwaway CA, the
+# broker's and a client's, made with openssl) and the user (SCRAM
+# credentials written when the storage is formatted, PLAIN in the JAAS
+# configuration) live in the state directory and die with it.
 #
 # Settings (environment): LANES_KAFKA_PORT (39092), LANES_KAFKA_CACHE (jar
 # cache, default ~/.cache/lanes), LANES_KAFKA_STATE (data, logs, pid; default
@@ -18,6 +26,10 @@ KAFKA_VERSION=4.3.1
 HERE=$(cd "$(dirname "$0")" && pwd)
 PORT=${LANES_KAFKA_PORT:-39092}
 CTRL_PORT=$((PORT + 1))
+TLS_PORT=$((PORT + 2))
+SASL_PORT=$((PORT + 3))
+SASL_USER=lanes
+SASL_PASSWORD=lanes-secret
 CACHE=${LANES_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lanes}/kafka-$KAFKA_VERSION
 STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT}
 CONF=$STATE/server.properties
@@ -43,17 +55,48 @@ kjava() {
 		-Dslf4j.internal.verbosity=WARN -cp "$CACHE/*" "$@"
 }
 
+# certs makes a throwaway CA and, signed by it, the broker's certificate
+# (for 127.0.0.1 and localhost) and a client's, as PEM files in $STATE/tls.
+certs() {
+	local d=$STATE/tls
+	[ -f "$d/client.pem" ] && return
+	command -v openssl >/dev/null || { say "openssl is required for the TLS listener"; exit 1; }
+	mkdir -p "$d"
+	(
+		cd "$d"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lanes test CA" \
+			-keyout ca.key -out ca.pem
+		for who in broker client; do
+			openssl req -newkey rsa:2048 -nodes -subj "/CN=lanes $who" -keyout "$who.key.pkcs1" -out "$who.csr"
+			printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$who.ext"
+			openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+				-extfile "$who.ext" -out "$who.pem"
+			openssl pkcs8 -topk8 -nocrypt -in "$who.key.pkcs1" -out "$who.key"
+		done
+		cat broker.key broker.pem >broker-keystore.pem
+	) >"$STATE/certs.log" 2>&1 || { cat "$STATE/certs.log" >&2; say "making certificates failed"; exit 1; }
+}
+
 running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
 configure() {
 	mkdir -p "$STATE/data"
+	certs
 	cat >"$CONF" <<PROPS
 process.roles=broker,controller
 node.id=1
-listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CTRL_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CTRL_PORT,SSL://127.0.0.1:$TLS_PORT,SASL_PLAINTEXT://127.0.0.1:$SASL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT,SSL://127.0.0.1:$TLS_PORT,SASL_PLAINTEXT://127.0.0.1:$SASL_PORT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.name.ssl.ssl.keystore.type=PEM
+listener.name.ssl.ssl.keystore.location=$STATE/tls/broker-keystore.pem
+listener.name.ssl.ssl.truststore.type=PEM
+listener.name.ssl.ssl.truststore.location=$STATE/tls/ca.pem
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";
 controller.quorum.bootstrap.servers=127.0.0.1:$CTRL_PORT
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$STATE/data
@@ -66,12 +109,21 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# KIP-848 (group.protocol=consumer) groups: the broker, not the client, sets
+# the heartbeat interval and the session timeout; lowered (with their
+# minimums) so that tests notice a member that left or died in seconds, as
+# the classic tests do with the client's own settings.
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.heartbeat.interval.ms=500
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=6000
 log.flush.interval.messages=9223372036854775807
 PROPS
 	if [ ! -f "$STATE/data/meta.properties" ]; then
 		local id
 		id=$(kjava kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
-		kjava kafka.tools.StorageTool format -c "$CONF" -t "$id" --standalone >"$STATE/format.log" 2>&1 ||
+		kjava kafka.tools.StorageTool format -c "$CONF" -t "$id" --standalone \
+			--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" >"$STATE/format.log" 2>&1 ||
 			{ cat "$STATE/format.log" >&2; say "formatting storage failed"; exit 1; }
 	fi
 }
@@ -132,7 +184,17 @@ start) start ;;
 stop) stop ;;
 restart) stop keep && start ;;
 status) if running; then echo "running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"; else echo "stopped"; exit 1; fi ;;
-env) echo "LANES_BROKERS='127.0.0.1:$PORT'"; echo "LANES_KAFKA_CLASSPATH='$CACHE/*'" ;;
+env)
+	echo "LANES_BROKERS='127.0.0.1:$PORT'"
+	echo "LANES_KAFKA_CLASSPATH='$CACHE/*'"
+	echo "LANES_TLS_BROKERS='127.0.0.1:$TLS_PORT'"
+	echo "LANES_TLS_CA='$STATE/tls/ca.pem'"
+	echo "LANES_TLS_CERT='$STATE/tls/client.pem'"
+	echo "LANES_TLS_KEY='$STATE/tls/client.key'"
+	echo "LANES_SASL_BROKERS='127.0.0.1:$SASL_PORT'"
+	echo "LANES_SASL_USER='$SASL_USER'"
+	echo "LANES_SASL_PASSWORD='$SASL_PASSWORD'"
+	;;
 logs) cat "$LOG" ;;
 fetch) fetch ;;
 *) echo "usage: $0 start|stop|restart|status|env|logs|fetch" >&2; exit 2 ;;
