@@ -1,0 +1,234 @@
+package consumer
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// refBreaker is the breaker's specification, written plainly: every
+// outcome of the closed state kept in a list, the window counted from it.
+type refBreaker struct {
+	pol     BreakerPolicy
+	open    bool
+	probing bool
+	next    time.Time
+	events  []refEvent
+}
+
+type refEvent struct {
+	at   time.Time
+	fail bool
+}
+
+func (r *refBreaker) slot(t time.Time) int64 {
+	return t.UnixNano() / int64(r.pol.Window/breakerBuckets)
+}
+
+func (r *refBreaker) window(now time.Time) (calls, fails int) {
+	cur := r.slot(now)
+	for _, e := range r.events {
+		if s := r.slot(e.at); s > cur-breakerBuckets && s <= cur {
+			calls++
+			if e.fail {
+				fails++
+			}
+		}
+	}
+	return calls, fails
+}
+
+func (r *refBreaker) allow(now time.Time) (probe, ok bool) {
+	switch {
+	case !r.open:
+		return false, true
+	case !r.probing && !now.Before(r.next):
+		r.probing = true
+		return true, true
+	}
+	return false, false
+}
+
+func (r *refBreaker) report(now time.Time, probe bool, o outcome) transition {
+	if probe {
+		r.probing = false
+	}
+	if r.open {
+		if !probe {
+			return stay
+		}
+		switch o {
+		case success:
+			r.open, r.events = false, nil
+			return closed
+		case failure:
+			r.next = now.Add(r.pol.ProbeInterval)
+		default:
+			r.next = now
+		}
+		return stay
+	}
+	if o == neutral {
+		return stay
+	}
+	r.events = append(r.events, refEvent{now, o == failure})
+	calls, fails := r.window(now)
+	if o == failure && calls >= r.pol.MinCalls && float64(fails) >= r.pol.FailureRatio*float64(calls) {
+		r.open, r.next, r.events = true, now.Add(r.pol.ProbeInterval), nil
+		return opened
+	}
+	return stay
+}
+
+// TestBreakerModel drives the breaker and its reference with the same
+// random attempts (started by random lanes, ending in random outcomes) and
+// a random clock, and compares every answer and the state after each step.
+func TestBreakerModel(t *testing.T) {
+	for seed := uint64(1); seed <= 60; seed++ {
+		rng := rand.New(rand.NewPCG(seed, seed*7))
+		pol := BreakerPolicy{
+			Window:        time.Duration(1+rng.IntN(20)) * 100 * time.Millisecond,
+			FailureRatio:  []float64{0.1, 0.5, 0.8, 1}[rng.IntN(4)],
+			MinCalls:      1 + rng.IntN(30),
+			ProbeInterval: time.Duration(1+rng.IntN(50)) * 10 * time.Millisecond,
+		}
+		failP := rng.Float64() // this run's share of failures
+		b, ref := newBreaker(pol), &refBreaker{pol: pol}
+		now := time.Unix(1_700_000_000, 0)
+		type attempt struct{ probe bool }
+		var running []attempt
+		opens, closes := 0, 0
+		for step := 0; step < 3000; step++ {
+			switch op := rng.IntN(10); {
+			case op < 4: // a lane asks to start an attempt
+				gp, gok, wait, ch := b.allow(now)
+				wp, wok := ref.allow(now)
+				if gp != wp || gok != wok {
+					t.Fatalf("seed %d step %d: allow = (probe %v, ok %v), want (%v, %v)", seed, step, gp, gok, wp, wok)
+				}
+				if !gok && (wait <= 0 || wait > pol.ProbeInterval || ch == nil) {
+					t.Fatalf("seed %d step %d: refused with wait %v, channel %v", seed, step, wait, ch)
+				}
+				if gok {
+					running = append(running, attempt{gp})
+				}
+			case op < 8 && len(running) > 0: // an attempt ends
+				i := rng.IntN(len(running))
+				a := running[i]
+				running = slices.Delete(running, i, i+1)
+				o := success
+				if r := rng.Float64(); r < 0.05 {
+					o = neutral
+				} else if r < failP {
+					o = failure
+				}
+				got, want := b.report(now, a.probe, o), ref.report(now, a.probe, o)
+				if got != want {
+					t.Fatalf("seed %d step %d: report(probe %v, %v) = %v, want %v", seed, step, a.probe, o, got, want)
+				}
+				opens += boolN(got == opened)
+				closes += boolN(got == closed)
+			default: // time passes: within a bucket, or across windows
+				now = now.Add(time.Duration(rng.Int64N(int64(pol.Window) / 3)))
+			}
+			st := b.stats(now)
+			if st.Open != ref.open || b.openNow() != ref.open {
+				t.Fatalf("seed %d step %d: open %v (flag %v), want %v", seed, step, st.Open, b.openNow(), ref.open)
+			}
+			if !ref.open {
+				if c, f := ref.window(now); st.Calls != c || st.Failures != f {
+					t.Fatalf("seed %d step %d: window %d/%d, want %d/%d", seed, step, st.Failures, st.Calls, f, c)
+				}
+			}
+		}
+		if st := b.stats(now); st.Opens != int64(opens) {
+			t.Fatalf("seed %d: Opens %d, counted %d", seed, st.Opens, opens)
+		}
+		_ = closes
+	}
+}
+
+func boolN(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestBreakerOpensAndProbes walks one outage: the breaker stays closed
+// below MinCalls and below the ratio, opens at both, admits one probe per
+// interval, ignores outcomes of attempts that are not probes, and closes on
+// a probe's success, waking the lanes waiting for it.
+func TestBreakerOpensAndProbes(t *testing.T) {
+	pol, err := BreakerPolicy{Enabled: true, MinCalls: 4, FailureRatio: 0.5, ProbeInterval: time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBreaker(pol)
+	now := time.Unix(1_700_000_000, 0)
+	for i, o := range []outcome{failure, success, failure} {
+		if tr := b.report(now, false, o); tr != stay {
+			t.Fatalf("outcome %d: %v below MinCalls", i, tr)
+		}
+	}
+	if tr := b.report(now, false, failure); tr != opened {
+		t.Fatalf("3 of 4 failed: %v, want opened", tr)
+	}
+	_, ok, wait, ch := b.allow(now)
+	if ok || wait != time.Second {
+		t.Fatalf("allow right after opening: ok %v wait %v", ok, wait)
+	}
+	if tr := b.report(now, false, success); tr != stay {
+		t.Fatalf("a success that is not a probe closed it: %v", tr)
+	}
+	now = now.Add(time.Second)
+	if probe, ok, _, _ := b.allow(now); !probe || !ok {
+		t.Fatal("no probe after ProbeInterval")
+	}
+	if _, ok, _, _ := b.allow(now); ok {
+		t.Fatal("a second attempt admitted while the probe runs")
+	}
+	if tr := b.report(now, true, failure); tr != stay {
+		t.Fatalf("failed probe: %v", tr)
+	}
+	now = now.Add(time.Second)
+	probe, _, _, _ := b.allow(now)
+	if tr := b.report(now, probe, success); tr != closed {
+		t.Fatalf("successful probe: %v, want closed", tr)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("waiters not woken on close")
+	}
+	if st := b.stats(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 {
+		t.Fatalf("stats after close: %+v", st)
+	}
+}
+
+func TestBreakerPolicyValidation(t *testing.T) {
+	for _, bad := range []BreakerPolicy{
+		{Enabled: true, FailureRatio: 1.5}, {Enabled: true, FailureRatio: -0.1},
+		{Enabled: true, Window: -1}, {Enabled: true, MinCalls: -1}, {Enabled: true, ProbeInterval: -1},
+	} {
+		cfg := Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", Breaker: bad}
+		if _, err := cfg.validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: err %v, want ErrConfig", bad, err)
+		}
+	}
+	cfg := Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", Breaker: BreakerPolicy{Enabled: true}}
+	got, err := cfg.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BreakerPolicy{Enabled: true, Window: DefaultBreakerWindow, FailureRatio: DefaultBreakerFailureRatio,
+		MinCalls: DefaultBreakerMinCalls, ProbeInterval: DefaultBreakerProbeInterval}
+	if got.Breaker != want {
+		t.Errorf("defaults %+v, want %+v", got.Breaker, want)
+	}
+	if got, _ := (Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"}).validate(); got.Breaker != (BreakerPolicy{}) {
+		t.Errorf("zero Breaker became %+v: the zero value must stay off", got.Breaker)
+	}
+}
