@@ -27,10 +27,10 @@ type flow struct {
 	applyMu sync.Mutex // serialises apply and reset
 	held    bool       // the hold last applied; under applyMu
 
-	mu    sync.Mutex
-	dirty map[*partition]struct{}
+	mu       sync.Mutex
+	dirty    map[*partition]struct{}
 	wantHold bool          // wanted: the breaker is open
-	poke  chan struct{} // cap 1: wakes the flow goroutine
+	poke     chan struct{} // cap 1: wakes the flow goroutine
 }
 
 func newFlow() *flow {
