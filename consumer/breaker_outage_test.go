@@ -73,7 +73,7 @@ type outageResult struct {
 // runOutage consumes sessions×per messages while the handler's dependency
 // is down for outageFor, starting after a fifth of them succeeded; with
 // breaker set, Config.Breaker is on. Order is checked for every message.
-func runOutage(t *testing.T, breaker bool) outageResult {
+func runOutage(t *testing.T, breaker, batch bool) outageResult {
 	e := newEnv(t, 4, "chats", "dlq")
 	sessions := sessionNames(lanesInOutage)
 	const before, per = 20, 30 // records per session produced before the start; in all
@@ -92,7 +92,20 @@ func runOutage(t *testing.T, breaker bool) outageResult {
 		cfg.Breaker = BreakerPolicy{Enabled: true, Window: 200 * time.Millisecond, MinCalls: 20, FailureRatio: 0.5,
 			ProbeInterval: probeInterval}
 	}
-	c, err := New(cfg, rec)
+	var c *Consumer
+	var err error
+	if batch {
+		c, err = NewBatch(cfg, BatchHandlerFunc(func(ctx context.Context, ms []*Message) error {
+			for i, m := range ms {
+				if err := rec.Handle(ctx, m); err != nil {
+					return &BatchError{Done: i, Err: err}
+				}
+			}
+			return nil
+		}))
+	} else {
+		c, err = New(cfg, rec)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +140,24 @@ func runOutage(t *testing.T, breaker bool) outageResult {
 		time.Sleep(time.Until(deadline))
 	}
 	o.end()
+	if breaker {
+		// Fail fast: with the breaker no record may be dead-lettered.
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		limit := time.After(testTimeout)
+		for waiting := true; waiting; {
+			select {
+			case <-rec.full:
+				waiting = false
+			case <-limit:
+				waiting = false // rec.wait reports it
+			case <-tick.C:
+				if n := c.Stats().DeadLettered; n > 0 {
+					t.Fatalf("with the breaker %d records were dead-lettered", n)
+				}
+			}
+		}
+	}
 	rec.wait(t)
 	res.allDone = time.Since(o.endedAt)
 	st := c.Stats()
@@ -166,8 +197,8 @@ func TestBreakerOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("outage comparison")
 	}
-	off := runOutage(t, false)
-	on := runOutage(t, true)
+	off := runOutage(t, false, false)
+	on := runOutage(t, true, false)
 	t.Logf("without breaker: dead-lettered %d (retries-exhausted %d), failed attempts during the outage %d, first success %v and all done %v after it ended",
 		off.dlq, off.exhausted, off.failedAttempts, off.firstSuccess.Round(time.Millisecond), off.allDone.Round(time.Millisecond))
 	t.Logf("with breaker:    dead-lettered %d (retries-exhausted %d), failed attempts during the outage %d, first success %v and all done %v after it ended; opened %d, excused %d; health %q",
@@ -201,5 +232,19 @@ func TestBreakerOutage(t *testing.T) {
 func produceAll(t *testing.T, e *env, sessions []string, from, to int) {
 	for _, s := range sessions {
 		produceSeqs(t, e, "chats", s, from, to)
+	}
+}
+
+// TestBreakerOutageBatch: the same outage under a batch handler with the
+// breaker: nothing dead-lettered, order kept, fetching paused while open.
+func TestBreakerOutageBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("outage")
+	}
+	on := runOutage(t, true, true)
+	t.Logf("batch with breaker: dead-lettered %d, failed attempts %d, opened %d, excused %d, all done %v after the end",
+		on.dlq, on.failedAttempts, on.opens, on.excused, on.allDone.Round(time.Millisecond))
+	if on.dlq != 0 || on.opens == 0 || on.fetchedWhileOpen != 0 {
+		t.Errorf("dead-lettered %d, opened %d, fetched while open %d", on.dlq, on.opens, on.fetchedWhileOpen)
 	}
 }
