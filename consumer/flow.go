@@ -70,6 +70,8 @@ func (f *flow) apply() {
 	dirty, hold := f.dirty, f.wantHold
 	if len(dirty) > 0 { // none is the usual case after a poll: no allocation
 		f.dirty = map[*partition]struct{}{}
+	} else {
+		dirty = nil // f.dirty stays in use: never read it outside f.mu
 	}
 	f.mu.Unlock()
 	if hold != f.held {
