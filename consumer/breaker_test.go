@@ -1,11 +1,17 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // refBreaker is the breaker's specification, written plainly: every
@@ -230,5 +236,92 @@ func TestBreakerPolicyValidation(t *testing.T) {
 	}
 	if got, _ := (Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"}).validate(); got.Breaker != (BreakerPolicy{}) {
 		t.Errorf("zero Breaker became %+v: the zero value must stay off", got.Breaker)
+	}
+}
+
+// TestBreakerObservability opens and closes a consumer's breaker through
+// the lane's report path and checks Stats, the metrics, the Health reason,
+// the log lines and the flow's hold at each step.
+func TestBreakerObservability(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	var logs syncBuffer
+	lg := zerolog.New(&logs)
+	cfg := Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", Logger: &lg,
+		MeterProvider: mp, Breaker: BreakerPolicy{Enabled: true, MinCalls: 3, ProbeInterval: time.Nanosecond}}
+	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.workCtx = context.Background()
+	gauge := func() (open, opens, excused int64) {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch d := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					if m.Name == "lanes.consumer.breaker.open" {
+						open = d.DataPoints[0].Value
+					}
+				case metricdata.Sum[int64]:
+					switch m.Name {
+					case "lanes.consumer.breaker.opens":
+						opens = d.DataPoints[0].Value
+					case "lanes.consumer.breaker.excused":
+						excused = d.DataPoints[0].Value
+					}
+				}
+			}
+		}
+		return open, opens, excused
+	}
+	down := errors.New("database down")
+	for i := 0; i < 3; i++ {
+		if excused := c.breakerReport(false, down); excused != (i == 2) {
+			t.Fatalf("failure %d: excused %v", i, excused)
+		}
+	}
+	st := c.Stats().Breaker
+	if !st.Open || st.Calls != 3 || st.Failures != 3 || st.Opens != 1 || st.Excused != 1 {
+		t.Fatalf("Stats.Breaker after opening: %+v", st)
+	}
+	if open, opens, excused := gauge(); open != 1 || opens != 1 || excused != 1 {
+		t.Errorf("metrics open %d opens %d excused %d, want 1 1 1", open, opens, excused)
+	}
+	h := c.health(c.Stats(), time.Now())
+	if !slices.ContainsFunc(h.Reasons, func(r string) bool {
+		return strings.HasPrefix(r, "breaker open since") && strings.Contains(r, "3 of 3 attempts failed")
+	}) {
+		t.Errorf("Health reasons %q", h.Reasons)
+	}
+	if c.breakerReport(false, Permanent(down)) {
+		t.Error("a permanent error was excused")
+	}
+	if !c.flow.wantHold || !strings.Contains(string(logs.Bytes()), "circuit breaker open") {
+		t.Errorf("on open: hold %v, log %s", c.flow.wantHold, logs.Bytes())
+	}
+	w := &work{p: newPartition(partKey{"t", 0}, 1, 10, nil)}
+	probe, _, ok := c.breakerWait(w)
+	if !probe || !ok {
+		t.Fatalf("breakerWait after the probe interval: probe %v ok %v", probe, ok)
+	}
+	c.breakerReport(true, nil)
+	if st := c.Stats().Breaker; st.Open || st.Probes != 1 {
+		t.Errorf("after a successful probe: %+v", st)
+	}
+	if open, _, _ := gauge(); open != 0 {
+		t.Errorf("breaker.open = %d after closing", open)
+	}
+	if c.flow.wantHold || !strings.Contains(string(logs.Bytes()), "circuit breaker closed") {
+		t.Errorf("on close: hold %v, log %s", c.flow.wantHold, logs.Bytes())
+	}
+	for _, r := range c.health(c.Stats(), time.Now()).Reasons {
+		if strings.HasPrefix(r, "breaker") {
+			t.Errorf("closed breaker still in Health: %q", r)
+		}
 	}
 }
