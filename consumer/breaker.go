@@ -62,19 +62,19 @@ func (p BreakerPolicy) withDefaults() (BreakerPolicy, error) {
 	case p.ProbeInterval < 0:
 		return bad("ProbeInterval", p.ProbeInterval)
 	}
-	if p.Window == 0 {
-		p.Window = DefaultBreakerWindow
-	}
-	if p.FailureRatio == 0 {
-		p.FailureRatio = DefaultBreakerFailureRatio
-	}
-	if p.MinCalls == 0 {
-		p.MinCalls = DefaultBreakerMinCalls
-	}
-	if p.ProbeInterval == 0 {
-		p.ProbeInterval = DefaultBreakerProbeInterval
-	}
+	orDefault(&p.Window, DefaultBreakerWindow)
+	orDefault(&p.FailureRatio, DefaultBreakerFailureRatio)
+	orDefault(&p.MinCalls, DefaultBreakerMinCalls)
+	orDefault(&p.ProbeInterval, DefaultBreakerProbeInterval)
 	return p, nil
+}
+
+// orDefault sets *v to def when it is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // BreakerStats is the circuit breaker's state (Stats.Breaker).
