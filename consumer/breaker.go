@@ -128,6 +128,9 @@ type breaker struct {
 	pol   BreakerPolicy
 	width time.Duration
 	open  atomic.Bool // mirrors isOpen for lanes' fast path
+	// waiters counts lanes holding a record until the breaker lets them
+	// attempt: the records a probe can be made with.
+	waiters atomic.Int64
 
 	mu        sync.Mutex
 	isOpen    bool
@@ -250,6 +253,25 @@ func (b *breaker) stats(now time.Time) BreakerStats {
 	return st
 }
 
+// idle reports whether the breaker is open with no record to probe with
+// at a time a probe is due: no lane holds one, none runs.
+func (b *breaker) idle(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.isOpen && !b.probing && b.waiters.Load() == 0 && !now.Before(b.nextProbe)
+}
+
+// breakerIdle, run by the watchdog, lets fetching resume while the breaker
+// is open with nothing to probe with (every held record ended — dead-lettered
+// as permanent, fenced by a rebalance — and the partitions were paused): the
+// next record fetched becomes the probe and its lane's wait holds fetching
+// again. Without it such a breaker would stay open for ever.
+func (c *Consumer) breakerIdle(now time.Time) {
+	if c.brk.openNow() && c.brk.idle(now) {
+		c.flow.hold(false)
+	}
+}
+
 // lastOpened is when the breaker last opened.
 func (b *breaker) lastOpened() time.Time {
 	b.mu.Lock()
@@ -274,7 +296,12 @@ func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
 		if ok {
 			return probe, waited, true
 		}
-		waited = true
+		if !waited {
+			waited = true
+			b.waiters.Add(1)
+			defer b.waiters.Add(-1)
+			c.flow.hold(true) // again, if breakerIdle let fetching resume
+		}
 		if !w.p.waitFor(w.seq, wait, closedCh) {
 			return false, true, false
 		}

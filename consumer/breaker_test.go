@@ -325,3 +325,32 @@ func TestBreakerObservability(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerIdleResumesFetching: an open breaker with no lane holding a
+// record (all ended while it was open) lets fetching resume once a probe
+// is due, so a record can arrive to probe with; a lane that then waits
+// holds fetching again.
+func TestBreakerIdleResumesFetching(t *testing.T) {
+	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
+		MinCalls: 1, ProbeInterval: time.Hour})}
+	lg := zerolog.Nop()
+	c.cfg.Logger, c.workCtx = &lg, context.Background()
+	c.breakerReport(false, errors.New("down"))
+	if !c.brk.openNow() || !c.flow.wantHold {
+		t.Fatal("not open and held after a failure with MinCalls 1")
+	}
+	c.breakerIdle(time.Now())
+	if !c.flow.wantHold {
+		t.Fatal("fetching resumed before a probe was due")
+	}
+	c.breakerIdle(time.Now().Add(2 * time.Hour))
+	if c.flow.wantHold {
+		t.Fatal("an open breaker with nothing to probe with keeps fetching paused")
+	}
+	c.brk.waiters.Add(1) // a lane holds a record
+	c.flow.hold(true)
+	c.breakerIdle(time.Now().Add(2 * time.Hour))
+	if !c.flow.wantHold {
+		t.Fatal("fetching resumed while a lane holds a record to probe with")
+	}
+}
