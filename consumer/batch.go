@@ -102,11 +102,19 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 func (c *Consumer) deliverBatch(l *lane, b []*work) {
 	pol := c.cfg.Retry
 	var bo backoff.BackOff // the head's; made on its first failure
+	excusedN := 0          // the head's failed attempts excused by the open breaker
 	ms := make([]*Message, 0, len(b))
 	for {
 		b = settle(b)
 		if len(b) == 0 {
 			return
+		}
+		probe, waited, ok := c.breakerWait(b[0])
+		if !ok {
+			continue // the head was fenced or skipped while held: settle drops it
+		}
+		if waited {
+			bo = nil // the budget by time starts again after an outage
 		}
 		ms = ms[:0]
 		for _, w := range b {
@@ -114,12 +122,17 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		}
 		span, err := c.callBatch(l, b[0], ms)
 		done, cause := batchOutcome(err, len(b))
+		rep := cause
+		if done > 0 {
+			rep = nil // progress: the dependency answers
+		}
+		excused := c.brk != nil && c.breakerReport(probe, rep)
 		for _, w := range b[:done] {
 			w.p.finish(w.seq, true)
 		}
 		c.stats.processed.Add(int64(done))
 		if b = b[done:]; done > 0 {
-			bo = nil
+			bo, excusedN = nil, 0
 		}
 		if len(b) == 0 {
 			tracing.EndProcess(span, nil)
@@ -130,7 +143,15 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			tracing.EndProcess(span, cause)
 			continue // skipped as stalled while the call ran: settle drops it
 		}
-		reason := c.giveUp(cause, head.msg.Attempt)
+		if excused {
+			c.stats.retries.Add(1)
+			tracing.EndProcess(span, cause)
+			head.msg.Attempt++
+			excusedN++
+			bo = nil
+			continue // the breaker is open: the next pass waits for it
+		}
+		reason := c.giveUp(cause, head.msg.Attempt-excusedN)
 		if bo == nil {
 			bo = pol.backoff()
 		}
@@ -146,7 +167,7 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			}
 			tracing.EndProcess(span, cause)
 			head.p.finish(head.seq, ok)
-			b, bo = b[1:], nil
+			b, bo, excusedN = b[1:], nil, 0
 			continue
 		}
 		if IsPermanent(cause) {

@@ -81,6 +81,11 @@ type Config struct {
 	HandlerTimeout time.Duration
 	// Retry is the policy for handler errors. Default: see RetryPolicy.
 	Retry RetryPolicy
+	// Breaker is the circuit breaker over handler attempts across
+	// sessions: while most of them fail, fetching pauses, lanes hold their
+	// records without spending retry budget and one probe runs at a time.
+	// Default: off (see BreakerPolicy and its Default* constants).
+	Breaker BreakerPolicy
 	// Middleware wraps the handler given to New, in order: the first entry
 	// is the outermost, so it sees each attempt first and its outcome last
 	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
@@ -285,6 +290,11 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, err
 	}
 	cfg.Retry = r
+	if cfg.Breaker.Enabled {
+		if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
+			return cfg, err
+		}
+	}
 	if cfg.Logger == nil {
 		nop := zerolog.Nop()
 		cfg.Logger = &nop

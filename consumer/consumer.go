@@ -31,6 +31,7 @@ type Consumer struct {
 	stats   counters
 	tracer  *tracing.Tracer
 	metrics *metrics
+	brk     *breaker // nil unless Config.Breaker.Enabled
 
 	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
 	cancelClient context.CancelFunc
@@ -75,6 +76,9 @@ func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow()}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
+	if cfg.Breaker.Enabled {
+		c.brk = newBreaker(cfg.Breaker)
+	}
 	var err error
 	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
@@ -135,7 +139,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
-	c.client, c.flow.client = cl, cl
+	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
 	if c.cfg.DeadLetterTopic != "" {
 		dctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 		c.dlq, err = openDeadLetters(dctx, &c.cfg, kadm.NewClient(cl))
@@ -255,6 +259,7 @@ func (c *Consumer) Stats() Stats {
 		Stalls:             s.stalls.Load(),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
+		Breaker:            c.brk.stats(time.Now()),
 	}
 	if n := out.Commits + out.CommitFailures; n > 0 {
 		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)

@@ -34,9 +34,18 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec)}
 	pol := c.cfg.Retry
 	var bo backoff.BackOff // made on the first failure: most messages need none
+	spent := 0             // attempts counted against the budget (not excused by the breaker)
 	for attempt := 1; ; attempt++ {
+		probe, waited, ok := c.breakerWait(w)
+		if !ok {
+			return false // fenced, or skipped as stalled while the breaker held it
+		}
+		if waited {
+			bo = nil // the budget by time starts again after an outage
+		}
 		m.Attempt = attempt
 		span, err := c.call(l, w, m)
+		excused := c.brk != nil && c.breakerReport(probe, err)
 		if err == nil {
 			tracing.EndProcess(span, nil)
 			c.stats.processed.Add(1)
@@ -46,7 +55,14 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			tracing.EndProcess(span, err)
 			return false // skipped as stalled while this attempt ran
 		}
-		reason := c.giveUp(err, attempt)
+		if excused {
+			c.stats.retries.Add(1)
+			tracing.EndProcess(span, err)
+			bo = nil
+			continue // the breaker is open: the next pass waits for it
+		}
+		spent++
+		reason := c.giveUp(err, spent)
 		if bo == nil {
 			bo = pol.backoff()
 		}

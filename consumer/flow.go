@@ -15,13 +15,22 @@ import (
 // clear the pause state of the partitions they move through reset, under
 // the same lock as apply, so a pause read before a revoke can never be
 // applied after the revoke's reset.
+//
+// The circuit breaker pauses every partition at once (hold): it pauses the
+// consumed topics, which franz-go tracks apart from paused partitions, so
+// the two rules combine without either undoing the other — a partition
+// fetches only when neither its own settle state nor the breaker holds it —
+// and partitions assigned while the breaker is open start paused.
 type flow struct {
 	client  *kgo.Client
+	topics  []string   // the consumed topics, paused while held
 	applyMu sync.Mutex // serialises apply and reset
+	held    bool       // the hold last applied; under applyMu
 
-	mu    sync.Mutex
-	dirty map[*partition]struct{}
-	poke  chan struct{} // cap 1: wakes the flow goroutine
+	mu       sync.Mutex
+	dirty    map[*partition]struct{}
+	wantHold bool          // wanted: the breaker is open
+	poke     chan struct{} // cap 1: wakes the flow goroutine
 }
 
 func newFlow() *flow {
@@ -40,18 +49,39 @@ func (f *flow) mark(p *partition) {
 	}
 }
 
-// apply sends the wanted state of every dirty partition to the client.
+// hold asks for every consumed topic to be paused (the breaker opened) or
+// resumed (it closed).
+func (f *flow) hold(on bool) {
+	f.mu.Lock()
+	f.wantHold = on
+	f.mu.Unlock()
+	select {
+	case f.poke <- struct{}{}:
+	default:
+	}
+}
+
+// apply sends the wanted hold, then the wanted state of every dirty
+// partition, to the client.
 func (f *flow) apply() {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	f.mu.Lock()
-	dirty := f.dirty
-	if len(dirty) == 0 { // the usual case after a poll: no allocation
-		f.mu.Unlock()
-		return
+	dirty, hold := f.dirty, f.wantHold
+	if len(dirty) > 0 { // none is the usual case after a poll: no allocation
+		f.dirty = map[*partition]struct{}{}
+	} else {
+		dirty = nil // f.dirty stays in use: never read it outside f.mu
 	}
-	f.dirty = map[*partition]struct{}{}
 	f.mu.Unlock()
+	if hold != f.held {
+		f.held = hold
+		if hold {
+			f.client.PauseFetchTopics(f.topics...)
+		} else {
+			f.client.ResumeFetchTopics(f.topics...)
+		}
+	}
 	for p := range dirty {
 		paused, active := p.fetchState()
 		if !active {

@@ -233,7 +233,8 @@ func checkOrder(t *testing.T, r *recorder, topics []string, sessions []string, p
 					}
 					continue
 				}
-				if c.err == nil || IsPermanent(c.err) || (r.isLast != nil && i+1 < len(calls) && calls[i+1].seq == c.seq+1) {
+				if c.err == nil || IsPermanent(c.err) || (r.isLast != nil && (r.isLast(&Message{Attempt: c.attempt}, c.err) ||
+					i+1 < len(calls) && calls[i+1].seq == c.seq+1)) {
 					next++
 				}
 			}

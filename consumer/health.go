@@ -14,7 +14,8 @@ type Health struct {
 	// poison record stalls its next owner too).
 	Live bool `json:"live"`
 	// Ready: live, assigned by its group, and nothing holds it back: no
-	// stalled partition, no dead-letter write failing, commits succeeding.
+	// stalled partition, no dead-letter write failing, commits succeeding,
+	// the circuit breaker closed.
 	Ready bool `json:"ready"`
 	// Reasons lists what makes it not live or not ready, one line each,
 	// naming the partition, offset, session and since when.
@@ -47,6 +48,10 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 			h.Reasons = append(h.Reasons, fmt.Sprintf("%s/%d dead-letter writes failing for %v at offset %d: %s",
 				p.Topic, p.Partition, p.DeadLetterBlockedFor.Round(time.Second), p.DeadLetterBlockedAt, p.DeadLetterError))
 		}
+	}
+	if b := st.Breaker; b.Open {
+		h.Reasons = append(h.Reasons, fmt.Sprintf("breaker open since %s (%v), %d of %d attempts failed: fetching paused, probing every %v",
+			b.OpenedAt.UTC().Format(time.RFC3339), now.Sub(b.OpenedAt).Round(time.Second), b.Failures, b.Calls, c.cfg.Breaker.ProbeInterval))
 	}
 	if since, err := c.stats.commitFailing(); err != nil {
 		h.Reasons = append(h.Reasons, fmt.Sprintf("commits failing since %s: %v", since.UTC().Format(time.RFC3339), err))

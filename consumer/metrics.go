@@ -69,6 +69,9 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
 	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
 	truncations := ctr("lanes.consumer.truncations", "Fetches that found their partition's log truncated (offsets reused).")
+	brkOpen := g("lanes.consumer.breaker.open", "", "1 while the circuit breaker is open: fetching paused, lanes holding their records.")
+	brkOpens := ctr("lanes.consumer.breaker.opens", "Times the circuit breaker opened.")
+	brkExcused := ctr("lanes.consumer.breaker.excused", "Failed attempts not counted against their record's retry budget because the breaker was open.")
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +103,18 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		o.ObserveInt64(commitFail, st.CommitFailures, out.group)
 		o.ObserveInt64(panics, st.Panics, out.group)
 		o.ObserveInt64(truncations, st.Truncations, out.group)
+		if st.Breaker.Enabled {
+			o.ObserveInt64(brkOpen, boolInt(st.Breaker.Open), out.group)
+			o.ObserveInt64(brkOpens, st.Breaker.Opens, out.group)
+			o.ObserveInt64(brkExcused, st.Breaker.Excused, out.group)
+		}
 		for reason, n := range st.DeadLetteredByReason {
 			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
 				attribute.String("messaging.consumer.group.name", group)))
 		}
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, sessions, wmAge,
-		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics, truncations)
+		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused)
 	return out, err
 }
 

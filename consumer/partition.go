@@ -193,6 +193,12 @@ func (p *partition) isFenced() bool {
 // false, early, when the partition is fenced or the record got done
 // meanwhile (skipped as stalled): no further attempt is to be made.
 func (p *partition) waitRetry(seq uint64, d time.Duration) bool {
+	return p.waitFor(seq, d, nil)
+}
+
+// waitFor is waitRetry that also returns true, early, when wake is closed
+// (the breaker closing; nil: never).
+func (p *partition) waitFor(seq uint64, d time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -204,6 +210,8 @@ func (p *partition) waitRetry(seq uint64, d time.Duration) bool {
 		}
 		select {
 		case <-t.C:
+			return true
+		case <-wake:
 			return true
 		case <-marked:
 		case <-p.fence:

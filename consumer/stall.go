@@ -29,7 +29,8 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 			}
 			ev.Msg("partition stalled: its watermark has not moved for StallTimeout")
 		}
-		if c.cfg.SkipStalled && w != nil && c.dlq != nil {
+		// An open breaker holds every partition: not the record's fault.
+		if c.cfg.SkipStalled && w != nil && c.dlq != nil && !c.brk.openNow() {
 			c.skipStalled(bg, w, l)
 		}
 	}

@@ -53,6 +53,9 @@ type Stats struct {
 	// the mean duration of a commit request.
 	Commits, CommitFailures int64
 	CommitLatency           time.Duration
+	// Breaker is the circuit breaker's state (Config.Breaker); its zero
+	// value when the breaker is off.
+	Breaker BreakerStats
 }
 
 // PartitionStats describes one owned partition.

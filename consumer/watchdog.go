@@ -21,6 +21,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 		case now := <-t.C:
 			c.scanSlow(now)
 			c.checkStalls(bg, now)
+			c.breakerIdle(now)
 		}
 	}
 }

@@ -1,0 +1,345 @@
+package consumer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BreakerPolicy configures the circuit breaker (Config.Breaker): when most
+// handler attempts fail across sessions — a dependency such as the
+// database is down — every lane would otherwise retry on its own, spend its
+// budget and fill the dead-letter topic with records that were never bad.
+// The zero value is off; set Enabled (every other field then defaults).
+//
+// Once at least MinCalls attempts finished within Window and at least
+// FailureRatio of them failed, the breaker opens: fetching pauses on every
+// partition, lanes hold their current record and start no attempt, and one
+// attempt at a time (a probe, on whatever record its lane holds) runs every
+// ProbeInterval. A probe that succeeds closes the breaker and everything
+// resumes. An attempt that fails while the breaker is open does not count
+// against its record's retry budget, so nothing is dead-lettered as
+// retries-exhausted meanwhile; a record whose lane waited for the breaker
+// starts its budget by time (Retry.MaxElapsed) again. Permanent errors are
+// the record's fault, not an outage: they are neither counted nor excused.
+type BreakerPolicy struct {
+	// Enabled turns the breaker on. Default: false (off).
+	Enabled bool
+	// Window is the period over which attempt outcomes are counted, in
+	// ten buckets. Default: [DefaultBreakerWindow].
+	Window time.Duration
+	// FailureRatio, in (0, 1], opens the breaker once that share of the
+	// attempts in the window failed. Default: [DefaultBreakerFailureRatio].
+	FailureRatio float64
+	// MinCalls is the fewest attempts in the window before the ratio is
+	// judged. Default: [DefaultBreakerMinCalls].
+	MinCalls int
+	// ProbeInterval is the wait between probes while the breaker is open.
+	// Default: [DefaultBreakerProbeInterval].
+	ProbeInterval time.Duration
+}
+
+// Breaker defaults.
+const (
+	DefaultBreakerWindow        = 10 * time.Second
+	DefaultBreakerFailureRatio  = 0.5
+	DefaultBreakerMinCalls      = 20
+	DefaultBreakerProbeInterval = time.Second
+)
+
+func (p BreakerPolicy) withDefaults() (BreakerPolicy, error) {
+	bad := func(field string, v any) (BreakerPolicy, error) {
+		return p, fmt.Errorf("%w: Breaker.%s: out of range: %v", ErrConfig, field, v)
+	}
+	switch {
+	case p.Window < 0:
+		return bad("Window", p.Window)
+	case p.FailureRatio < 0 || p.FailureRatio > 1:
+		return bad("FailureRatio (want 0..1)", p.FailureRatio)
+	case p.MinCalls < 0:
+		return bad("MinCalls", p.MinCalls)
+	case p.ProbeInterval < 0:
+		return bad("ProbeInterval", p.ProbeInterval)
+	}
+	orDefault(&p.Window, DefaultBreakerWindow)
+	orDefault(&p.FailureRatio, DefaultBreakerFailureRatio)
+	orDefault(&p.MinCalls, DefaultBreakerMinCalls)
+	orDefault(&p.ProbeInterval, DefaultBreakerProbeInterval)
+	return p, nil
+}
+
+// orDefault sets *v to def when it is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// BreakerStats is the circuit breaker's state (Stats.Breaker).
+type BreakerStats struct {
+	// Enabled reports whether Config.Breaker is on.
+	Enabled bool
+	// Open reports whether the breaker is open (fetching paused, lanes
+	// holding their records) and OpenedAt since when.
+	Open     bool
+	OpenedAt time.Time
+	// Calls and Failures are the attempts in the window that opened the
+	// breaker while it is open, the attempts in the current window while
+	// it is closed.
+	Calls, Failures int
+	// Opens counts the times the breaker opened, Probes the probe attempts
+	// and Excused the failed attempts not counted against their record's
+	// retry budget because the breaker was open.
+	Opens, Probes, Excused int64
+}
+
+// outcome is what one attempt says about the dependency.
+type outcome int
+
+const (
+	success outcome = iota
+	failure
+	neutral // a permanent error or a shutdown: says nothing about an outage
+)
+
+// transition is a change of the breaker's state.
+type transition int
+
+const (
+	stay transition = iota
+	opened
+	closed
+)
+
+const breakerBuckets = 10
+
+type bucket struct {
+	slot         int64 // time / width, the period this bucket counts
+	calls, fails int
+}
+
+// breaker is the circuit breaker's state machine: closed ⇄ open, a probe
+// at a time while open. It owns every field under mu; the consumer calls
+// allow before an attempt and report after it, and acts on the transitions
+// report returns (flow, log). Time is passed in, so tests drive it.
+type breaker struct {
+	pol   BreakerPolicy
+	width time.Duration
+	open  atomic.Bool // mirrors isOpen for lanes' fast path
+	// waiters counts lanes holding a record until the breaker lets them
+	// attempt: the records a probe can be made with.
+	waiters atomic.Int64
+
+	mu        sync.Mutex
+	isOpen    bool
+	probing   bool
+	openedAt  time.Time
+	nextProbe time.Time
+	closedCh  chan struct{} // closed when the breaker closes; new at each open
+	buckets   [breakerBuckets]bucket
+	atOpen    [2]int // calls, failures of the window that opened it
+	opens     int64
+	probes    int64
+	excused   atomic.Int64
+}
+
+func newBreaker(pol BreakerPolicy) *breaker {
+	return &breaker{pol: pol, width: max(pol.Window/breakerBuckets, 1), closedCh: make(chan struct{})}
+}
+
+// allow asks to start an attempt at now. Closed: ok. Open: ok as the
+// probe when no probe runs and ProbeInterval passed since the last one;
+// otherwise not ok, with the longest useful wait and a channel closed when
+// the breaker closes.
+func (b *breaker) allow(now time.Time) (probe, ok bool, wait time.Duration, closedCh <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.isOpen {
+		return false, true, 0, nil
+	}
+	if !b.probing && !now.Before(b.nextProbe) {
+		b.probing = true
+		b.probes++
+		return true, true, 0, nil
+	}
+	wait = b.pol.ProbeInterval
+	if !b.probing {
+		wait = b.nextProbe.Sub(now)
+	}
+	return false, false, wait, b.closedCh
+}
+
+// report records an attempt's outcome at now; probe says whether allow
+// made it the probe. It returns the transition it caused.
+func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	}
+	if b.isOpen {
+		if !probe {
+			return stay // only probes judge an open breaker
+		}
+		switch o {
+		case success:
+			b.isOpen = false
+			b.open.Store(false)
+			b.clearWindow()
+			close(b.closedCh)
+			return closed
+		case failure:
+			b.nextProbe = now.Add(b.pol.ProbeInterval)
+		default:
+			b.nextProbe = now // no verdict: the next lane probes at once
+		}
+		return stay
+	}
+	if o == neutral {
+		return stay
+	}
+	slot := now.UnixNano() / int64(b.width)
+	k := &b.buckets[uint64(slot)%breakerBuckets]
+	if k.slot != slot {
+		*k = bucket{slot: slot}
+	}
+	k.calls++
+	if o == failure {
+		k.fails++
+	}
+	calls, fails := b.windowLocked(slot)
+	if o != failure || calls < b.pol.MinCalls || float64(fails) < b.pol.FailureRatio*float64(calls) {
+		return stay
+	}
+	b.isOpen = true
+	b.open.Store(true)
+	b.openedAt, b.nextProbe = now, now.Add(b.pol.ProbeInterval)
+	b.atOpen = [2]int{calls, fails}
+	b.opens++
+	b.closedCh = make(chan struct{})
+	b.clearWindow()
+	return opened
+}
+
+// windowLocked sums the buckets of the window ending in slot.
+func (b *breaker) windowLocked(slot int64) (calls, fails int) {
+	for _, k := range b.buckets {
+		if k.slot > slot-breakerBuckets && k.slot <= slot {
+			calls += k.calls
+			fails += k.fails
+		}
+	}
+	return calls, fails
+}
+
+func (b *breaker) clearWindow() { b.buckets = [breakerBuckets]bucket{} }
+
+// stats is the breaker's part of Stats at now.
+func (b *breaker) stats(now time.Time) BreakerStats {
+	if b == nil {
+		return BreakerStats{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := BreakerStats{Enabled: true, Open: b.isOpen, Opens: b.opens, Probes: b.probes, Excused: b.excused.Load()}
+	if b.isOpen {
+		st.OpenedAt = b.openedAt
+		st.Calls, st.Failures = b.atOpen[0], b.atOpen[1]
+	} else {
+		st.Calls, st.Failures = b.windowLocked(now.UnixNano() / int64(b.width))
+	}
+	return st
+}
+
+// idle reports whether the breaker is open with no record to probe with
+// at a time a probe is due: no lane holds one, none runs.
+func (b *breaker) idle(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.isOpen && !b.probing && b.waiters.Load() == 0 && !now.Before(b.nextProbe)
+}
+
+// breakerIdle, run by the watchdog, lets fetching resume while the breaker
+// is open with nothing to probe with (every held record ended — dead-lettered
+// as permanent, fenced by a rebalance — and the partitions were paused): the
+// next record fetched becomes the probe and its lane's wait holds fetching
+// again. Without it such a breaker would stay open for ever.
+func (c *Consumer) breakerIdle(now time.Time) {
+	if c.brk.openNow() && c.brk.idle(now) {
+		c.flow.hold(false)
+	}
+}
+
+// lastOpened is when the breaker last opened.
+func (b *breaker) lastOpened() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openedAt
+}
+
+// openNow reports whether the breaker is open; false for a nil breaker.
+func (b *breaker) openNow() bool { return b != nil && b.open.Load() }
+
+// breakerWait holds w's lane while the breaker is open, until it may
+// attempt: as the probe, or because the breaker closed. It reports whether
+// it waited, and false in ok when w's partition was fenced or w got done
+// meanwhile (no attempt is to be made).
+func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
+	b := c.brk
+	if !b.openNow() {
+		return false, false, true
+	}
+	for {
+		probe, ok, wait, closedCh := b.allow(time.Now())
+		if ok {
+			return probe, waited, true
+		}
+		if !waited {
+			waited = true
+			b.waiters.Add(1)
+			defer b.waiters.Add(-1)
+			c.flow.hold(true) // again, if breakerIdle let fetching resume
+		}
+		if !w.p.waitFor(w.seq, wait, closedCh) {
+			return false, true, false
+		}
+	}
+}
+
+// breakerReport tells the breaker an attempt's outcome and acts on the
+// transition. It reports whether a failed attempt is excused: the breaker
+// is open, so the failure is the outage's, not the record's, and does not
+// count against its retry budget.
+func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
+	b := c.brk
+	if b == nil {
+		return false
+	}
+	o := success
+	switch {
+	case err == nil:
+	case IsPermanent(err) || c.workCtx.Err() != nil:
+		o = neutral
+	default:
+		o = failure
+	}
+	switch b.report(time.Now(), probe, o) {
+	case opened:
+		st := b.stats(time.Now())
+		c.flow.hold(true)
+		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Dur("window", b.pol.Window).
+			Dur("probe_interval", b.pol.ProbeInterval).Err(err).
+			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")
+	case closed:
+		c.flow.hold(false)
+		c.log().Info().Dur("open_for", time.Since(b.lastOpened())).
+			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
+	}
+	if o == failure && b.openNow() {
+		b.excused.Add(1)
+		return true
+	}
+	return false
+}
