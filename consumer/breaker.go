@@ -109,14 +109,14 @@ type transition int
 
 const (
 	stay transition = iota
-	opened
-	closed
+	becameOpen
+	becameClosed
 )
 
 const breakerBuckets = 10
 
 type bucket struct {
-	slot         int64 // time / width, the period this bucket counts
+	period         int64 // time / width, the period this bucket counts
 	calls, fails int
 }
 
@@ -189,7 +189,7 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 			b.open.Store(false)
 			b.clearWindow()
 			close(b.closedCh)
-			return closed
+			return becameClosed
 		case failure:
 			b.nextProbe = now.Add(b.pol.ProbeInterval)
 		default:
@@ -200,16 +200,16 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 	if o == neutral {
 		return stay
 	}
-	slot := now.UnixNano() / int64(b.width)
-	k := &b.buckets[uint64(slot)%breakerBuckets]
-	if k.slot != slot {
-		*k = bucket{slot: slot}
+	period := now.UnixNano() / int64(b.width)
+	k := &b.buckets[uint64(period)%breakerBuckets]
+	if k.period != period {
+		*k = bucket{period: period}
 	}
 	k.calls++
 	if o == failure {
 		k.fails++
 	}
-	calls, fails := b.windowLocked(slot)
+	calls, fails := b.windowLocked(period)
 	if o != failure || calls < b.pol.MinCalls || float64(fails) < b.pol.FailureRatio*float64(calls) {
 		return stay
 	}
@@ -220,13 +220,13 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 	b.opens++
 	b.closedCh = make(chan struct{})
 	b.clearWindow()
-	return opened
+	return becameOpen
 }
 
-// windowLocked sums the buckets of the window ending in slot.
-func (b *breaker) windowLocked(slot int64) (calls, fails int) {
+// windowLocked sums the buckets of the window ending in period.
+func (b *breaker) windowLocked(period int64) (calls, fails int) {
 	for _, k := range b.buckets {
-		if k.slot > slot-breakerBuckets && k.slot <= slot {
+		if k.period > period-breakerBuckets && k.period <= period {
 			calls += k.calls
 			fails += k.fails
 		}
@@ -236,8 +236,8 @@ func (b *breaker) windowLocked(slot int64) (calls, fails int) {
 
 func (b *breaker) clearWindow() { b.buckets = [breakerBuckets]bucket{} }
 
-// stats is the breaker's part of Stats at now.
-func (b *breaker) stats(now time.Time) BreakerStats {
+// snapshot is the breaker's part of Stats at now.
+func (b *breaker) snapshot(now time.Time) BreakerStats {
 	if b == nil {
 		return BreakerStats{}
 	}
@@ -261,17 +261,6 @@ func (b *breaker) idle(now time.Time) bool {
 	return b.isOpen && !b.probing && b.waiters.Load() == 0 && !now.Before(b.nextProbe)
 }
 
-// breakerIdle, run by the watchdog, lets fetching resume while the breaker
-// is open with nothing to probe with (every held record ended — dead-lettered
-// as permanent, fenced by a rebalance — and the partitions were paused): the
-// next record fetched becomes the probe and its lane's wait holds fetching
-// again. Without it such a breaker would stay open for ever.
-func (c *Consumer) breakerIdle(now time.Time) {
-	if c.brk.openNow() && c.brk.idle(now) {
-		c.flow.hold(false)
-	}
-}
-
 // lastOpened is when the breaker last opened.
 func (b *breaker) lastOpened() time.Time {
 	b.mu.Lock()
@@ -281,65 +270,3 @@ func (b *breaker) lastOpened() time.Time {
 
 // openNow reports whether the breaker is open; false for a nil breaker.
 func (b *breaker) openNow() bool { return b != nil && b.open.Load() }
-
-// breakerWait holds w's lane while the breaker is open, until it may
-// attempt: as the probe, or because the breaker closed. It reports whether
-// it waited, and false in ok when w's partition was fenced or w got done
-// meanwhile (no attempt is to be made).
-func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
-	b := c.brk
-	if !b.openNow() {
-		return false, false, true
-	}
-	for {
-		probe, ok, wait, closedCh := b.allow(time.Now())
-		if ok {
-			return probe, waited, true
-		}
-		if !waited {
-			waited = true
-			b.waiters.Add(1)
-			defer b.waiters.Add(-1)
-			c.flow.hold(true) // again, if breakerIdle let fetching resume
-		}
-		if !w.p.waitFor(w.seq, wait, closedCh) {
-			return false, true, false
-		}
-	}
-}
-
-// breakerReport tells the breaker an attempt's outcome and acts on the
-// transition. It reports whether a failed attempt is excused: the breaker
-// is open, so the failure is the outage's, not the record's, and does not
-// count against its retry budget.
-func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
-	b := c.brk
-	if b == nil {
-		return false
-	}
-	o := success
-	switch {
-	case err == nil:
-	case IsPermanent(err) || c.workCtx.Err() != nil:
-		o = neutral
-	default:
-		o = failure
-	}
-	switch b.report(time.Now(), probe, o) {
-	case opened:
-		st := b.stats(time.Now())
-		c.flow.hold(true)
-		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Dur("window", b.pol.Window).
-			Dur("probe_interval", b.pol.ProbeInterval).Err(err).
-			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")
-	case closed:
-		c.flow.hold(false)
-		c.log().Info().Dur("open_for", time.Since(b.lastOpened())).
-			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
-	}
-	if o == failure && b.openNow() {
-		b.excused.Add(1)
-		return true
-	}
-	return false
-}

@@ -68,7 +68,7 @@ func (r *refBreaker) report(now time.Time, probe bool, o outcome) transition {
 		switch o {
 		case success:
 			r.open, r.events = false, nil
-			return closed
+			return becameClosed
 		case failure:
 			r.next = now.Add(r.pol.ProbeInterval)
 		default:
@@ -83,7 +83,7 @@ func (r *refBreaker) report(now time.Time, probe bool, o outcome) transition {
 	calls, fails := r.window(now)
 	if o == failure && calls >= r.pol.MinCalls && float64(fails) >= r.pol.FailureRatio*float64(calls) {
 		r.open, r.next, r.events = true, now.Add(r.pol.ProbeInterval), nil
-		return opened
+		return becameOpen
 	}
 	return stay
 }
@@ -134,12 +134,12 @@ func TestBreakerModel(t *testing.T) {
 				if got != want {
 					t.Fatalf("seed %d step %d: report(probe %v, %v) = %v, want %v", seed, step, a.probe, o, got, want)
 				}
-				opens += boolN(got == opened)
-				closes += boolN(got == closed)
+				opens += boolN(got == becameOpen)
+				closes += boolN(got == becameClosed)
 			default: // time passes: within a bucket, or across windows
 				now = now.Add(time.Duration(rng.Int64N(int64(pol.Window) / 3)))
 			}
-			st := b.stats(now)
+			st := b.snapshot(now)
 			if st.Open != ref.open || b.openNow() != ref.open {
 				t.Fatalf("seed %d step %d: open %v (flag %v), want %v", seed, step, st.Open, b.openNow(), ref.open)
 			}
@@ -149,7 +149,7 @@ func TestBreakerModel(t *testing.T) {
 				}
 			}
 		}
-		if st := b.stats(now); st.Opens != int64(opens) {
+		if st := b.snapshot(now); st.Opens != int64(opens) {
 			t.Fatalf("seed %d: Opens %d, counted %d", seed, st.Opens, opens)
 		}
 		_ = closes
@@ -179,7 +179,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 			t.Fatalf("outcome %d: %v below MinCalls", i, tr)
 		}
 	}
-	if tr := b.report(now, false, failure); tr != opened {
+	if tr := b.report(now, false, failure); tr != becameOpen {
 		t.Fatalf("3 of 4 failed: %v, want opened", tr)
 	}
 	_, ok, wait, ch := b.allow(now)
@@ -201,7 +201,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 	}
 	now = now.Add(time.Second)
 	probe, _, _, _ := b.allow(now)
-	if tr := b.report(now, probe, success); tr != closed {
+	if tr := b.report(now, probe, success); tr != becameClosed {
 		t.Fatalf("successful probe: %v, want closed", tr)
 	}
 	select {
@@ -209,7 +209,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 	default:
 		t.Fatal("waiters not woken on close")
 	}
-	if st := b.stats(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 {
+	if st := b.snapshot(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 {
 		t.Fatalf("stats after close: %+v", st)
 	}
 }

@@ -259,7 +259,7 @@ func (c *Consumer) Stats() Stats {
 		Stalls:             s.stalls.Load(),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
-		Breaker:            c.brk.stats(time.Now()),
+		Breaker:            c.brk.snapshot(time.Now()),
 	}
 	if n := out.Commits + out.CommitFailures; n > 0 {
 		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)

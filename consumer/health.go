@@ -72,11 +72,11 @@ func (c *Consumer) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		h := c.Health()
-		probe(w, h.Live, h.Reasons)
+		writeProbe(w, h.Live, h.Reasons)
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		h := c.Health()
-		probe(w, h.Ready, h.Reasons)
+		writeProbe(w, h.Ready, h.Reasons)
 	})
 	mux.HandleFunc("GET /debug/lanes", func(w http.ResponseWriter, r *http.Request) {
 		st := c.Stats()
@@ -91,8 +91,8 @@ func (c *Consumer) HealthHandler() http.Handler {
 	return mux
 }
 
-// probe writes a probe's answer: "ok", or 503 and one reason a line.
-func probe(w http.ResponseWriter, ok bool, reasons []string) {
+// writeProbe writes a probe's answer: "ok", or 503 and one reason a line.
+func writeProbe(w http.ResponseWriter, ok bool, reasons []string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if ok {
 		fmt.Fprintln(w, "ok")
