@@ -57,6 +57,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	stalled := g("lanes.consumer.stalled", "", "1 while the partition is stalled (StallTimeout).")
 	blocked := g("lanes.consumer.dead_letter.blocked", "", "1 while the partition is held by a record whose dead-letter copy cannot be written (not retriable).")
 	sessions := g("lanes.consumer.sessions.active", "{session}", "Sessions with work (lanes: records queued or running).")
+	heldAt := g("lanes.consumer.watermark.held_offset", "{offset}", "Offset of the record holding the partition's watermark (absent when nothing is pending); its session is in Stats and debug/lanes.")
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
 	err = errors.Join(err, e)
@@ -93,6 +94,9 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 			o.ObserveInt64(stalled, boolInt(p.Stalled), at)
 			o.ObserveInt64(blocked, boolInt(p.DeadLetterBlockedAt >= 0), at)
 			o.ObserveFloat64(wmAge, p.WatermarkAge.Seconds(), at)
+			if p.HeldAt >= 0 {
+				o.ObserveInt64(heldAt, p.HeldAt, at)
+			}
 		}
 		o.ObserveInt64(sessions, int64(st.ActiveSessions), out.group)
 		o.ObserveInt64(processed, st.Processed, out.group)
@@ -113,7 +117,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 				attribute.String("messaging.consumer.group.name", group)))
 		}
 		return nil
-	}, lag, committed, buffered, inflight, paused, stalled, blocked, sessions, wmAge,
+	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
 		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused)
 	return out, err
 }
