@@ -104,10 +104,14 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 	var bo backoff.BackOff // the head's; made on its first failure
 	excusedN := 0          // the head's failed attempts excused by the open breaker
 	ms := make([]*Message, 0, len(b))
+	var head0 *work // the head the budget above belongs to
 	for {
 		b = settle(b)
 		if len(b) == 0 {
 			return
+		}
+		if b[0] != head0 { // a new head (the old one done, fenced or skipped): a fresh budget
+			head0, bo, excusedN = b[0], nil, 0
 		}
 		probe, waited, ok := c.breakerWait(b[0])
 		if !ok {

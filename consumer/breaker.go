@@ -116,7 +116,7 @@ const (
 const breakerBuckets = 10
 
 type bucket struct {
-	period         int64 // time / width, the period this bucket counts
+	period       int64 // time / width, the period this bucket counts
 	calls, fails int
 }
 

@@ -36,6 +36,9 @@ func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
 			b.waiters.Add(1)
 			defer b.waiters.Add(-1)
 			c.flow.hold(true) // again, if breakerIdle let fetching resume
+			if !b.openNow() {
+				c.flow.hold(false) // it closed meanwhile: its closer's release may have run first
+			}
 		}
 		if !w.p.waitFor(w.seq, wait, closedCh) {
 			return false, true, false
@@ -64,6 +67,9 @@ func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
 	case becameOpen:
 		st := b.snapshot(time.Now())
 		c.flow.hold(true)
+		if !b.openNow() {
+			c.flow.hold(false) // closed again meanwhile
+		}
 		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Dur("window", b.pol.Window).
 			Dur("probe_interval", b.pol.ProbeInterval).Err(err).
 			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")

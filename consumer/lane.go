@@ -259,8 +259,8 @@ func (s *shard) next(l *lane) *work {
 	return w
 }
 
-// nextN takes up to max of the lane's queued records, never waiting for
-// more, into l.held, which it returns (the caller only reads it). With the
+// nextN takes up to max of the lane's queued records of one partition,
+// never waiting for more, into l.held, which it returns (the caller only reads it). With the
 // queue empty it ends the lane, like next, and returns nil.
 func (s *shard) nextN(l *lane, max int) []*work {
 	s.mu.Lock()
@@ -272,7 +272,13 @@ func (s *shard) nextN(l *lane, max int) []*work {
 		s.lanesOf.alive.Add(-1)
 		return nil
 	}
-	n := min(len(l.queue), max)
+	// One partition per batch: the head's fence then covers every record
+	// of it, so a revoke stops the whole batch and its drain never waits on
+	// a record waiting behind another partition's head.
+	n := 1
+	for n < min(len(l.queue), max) && l.queue[n].p == l.queue[0].p {
+		n++
+	}
 	l.held = append(l.held, l.queue[:n]...)
 	clear(l.queue[:n])
 	l.queue = l.queue[n:]

@@ -94,3 +94,30 @@ func TestNoLaneAfterStop(t *testing.T) {
 		t.Fatalf("after stop: ran %v, %d lanes, %d alive", ran, len(sh.lanes), set.alive.Load())
 	}
 }
+
+// TestBatchOnePartition: a batch holds records of one partition only, so
+// the head's fence (a revoke) covers all of it.
+func TestBatchOnePartition(t *testing.T) {
+	a, b := &partition{}, &partition{}
+	set := newLaneSet(nil)
+	sh := &shard{lanesOf: set, lanes: map[string]*lane{}}
+	l := &lane{key: "s", s: sh}
+	for _, p := range []*partition{a, a, b, a} {
+		l.queue = append(l.queue, &work{p: p})
+	}
+	sh.lanes["s"] = l
+	for i, want := range []struct {
+		n int
+		p *partition
+	}{{2, a}, {1, b}, {1, a}} {
+		got := sh.nextN(l, 10)
+		if len(got) != want.n || got[0].p != want.p {
+			t.Fatalf("batch %d: %d records, want %d of one partition", i, len(got), want.n)
+		}
+		for _, w := range got {
+			if w.p != got[0].p {
+				t.Fatalf("batch %d mixes partitions", i)
+			}
+		}
+	}
+}
