@@ -100,7 +100,6 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 // first record not done, whose attempt number and backoff the retry policy
 // uses, and which alone is dead-lettered when the policy gives up.
 func (c *Consumer) deliverBatch(l *lane, b []*work) {
-	pol := c.cfg.Retry
 	var bo backoff.BackOff // the head's; made on its first failure
 	excusedN := 0          // the head's failed attempts excused by the open breaker
 	ms := make([]*Message, 0, len(b))
@@ -155,34 +154,12 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			bo = nil
 			continue // the breaker is open: the next pass waits for it
 		}
-		reason := c.giveUp(cause, head.msg.Attempt-excusedN)
-		if bo == nil {
-			bo = pol.backoff()
-		}
-		wait := bo.NextBackOff()
-		if reason == "" && wait == backoff.Stop && !pol.Forever {
-			reason = exhaustedReason(cause)
-		}
-		if reason != "" {
-			ok := c.deadLetter(head, &head.msg, cause, reason, span)
-			if ok && span.IsRecording() {
-				span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
-					attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
-			}
-			tracing.EndProcess(span, cause)
+		wait, dead, ok := c.afterFailure(head, head.msg.Attempt-excusedN, &bo, cause, span)
+		if dead {
 			head.p.finish(head.seq, ok)
 			b, bo, excusedN = b[1:], nil, 0
 			continue
 		}
-		if IsPermanent(cause) {
-			lg := c.recordLog(span, head)
-			lg.Error().Err(cause).Msg("permanent error with no dead-letter topic: retrying")
-		}
-		c.stats.retries.Add(1)
-		if span.IsRecording() {
-			span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
-		}
-		tracing.EndProcess(span, cause)
 		head.msg.Attempt++
 		head.p.waitRetry(head.seq, wait) // fenced or skipped meanwhile: settle drops it
 	}

@@ -32,7 +32,6 @@ func (c *Consumer) process(l *lane, w *work) {
 func (c *Consumer) deliver(l *lane, w *work) bool {
 	m := &w.msg
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec)}
-	pol := c.cfg.Retry
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	spent := 0             // attempts counted against the budget (not excused by the breaker)
 	for attempt := 1; ; attempt++ {
@@ -62,36 +61,49 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			continue // the breaker is open: the next pass waits for it
 		}
 		spent++
-		reason := c.giveUp(err, spent)
-		if bo == nil {
-			bo = pol.backoff()
-		}
-		wait := bo.NextBackOff()
-		if reason == "" && wait == backoff.Stop && !pol.Forever {
-			reason = exhaustedReason(err)
-		}
-		if reason != "" {
-			done := c.deadLetter(w, m, err, reason, span)
-			if done && span.IsRecording() {
-				span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
-					attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
-			}
-			tracing.EndProcess(span, err)
+		wait, dead, done := c.afterFailure(w, spent, &bo, err, span)
+		if dead {
 			return done
 		}
-		if IsPermanent(err) {
-			l := c.recordLog(span, w)
-			l.Error().Err(err).Msg("permanent error with no dead-letter topic: retrying")
-		}
-		c.stats.retries.Add(1)
-		if span.IsRecording() {
-			span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
-		}
-		tracing.EndProcess(span, err)
 		if !w.p.waitRetry(w.seq, wait) {
 			return false // fenced, or skipped as stalled while waiting
 		}
 	}
+}
+
+// afterFailure decides what a counted failed attempt of w (the spent-th)
+// leads to, and ends its span: the record dead-lettered (dead; done
+// reports whether the broker acknowledged the copy), or a retry after wait.
+// *bo is the record's backoff, made here on its first failure.
+func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err error, span trace.Span) (wait time.Duration, dead, done bool) {
+	pol := c.cfg.Retry
+	reason := c.giveUp(err, spent)
+	if *bo == nil {
+		*bo = pol.backoff()
+	}
+	wait = (*bo).NextBackOff()
+	if reason == "" && wait == backoff.Stop && !pol.Forever {
+		reason = exhaustedReason(err)
+	}
+	if reason != "" {
+		done = c.deadLetter(w, &w.msg, err, reason, span)
+		if done && span.IsRecording() {
+			span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
+				attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+		}
+		tracing.EndProcess(span, err)
+		return 0, true, done
+	}
+	if IsPermanent(err) {
+		l := c.recordLog(span, w)
+		l.Error().Err(err).Msg("permanent error with no dead-letter topic: retrying")
+	}
+	c.stats.retries.Add(1)
+	if span.IsRecording() {
+		span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
+	}
+	tracing.EndProcess(span, err)
+	return wait, false, false
 }
 
 // giveUp returns the DLQ reason when err ends the retries at this attempt.
