@@ -128,6 +128,9 @@ type breaker struct {
 	pol   BreakerPolicy
 	width time.Duration
 	open  atomic.Bool // mirrors isOpen for lanes' fast path
+	// idleReleased: while open, fetching was let resume because nothing
+	// was left to probe with (breakerIdle); a lane that waits clears it.
+	idleReleased atomic.Bool
 	// waiters counts lanes holding a record until the breaker lets them
 	// attempt: the records a probe can be made with.
 	waiters atomic.Int64
@@ -214,6 +217,7 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 		return stay
 	}
 	b.isOpen = true
+	b.idleReleased.Store(false)
 	b.open.Store(true)
 	b.openedAt, b.nextProbe = now, now.Add(b.pol.ProbeInterval)
 	b.atOpen = [2]int{calls, fails}
@@ -266,6 +270,14 @@ func (b *breaker) lastOpened() time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.openedAt
+}
+
+// wantsHold reports whether fetching should be held: open, and not
+// released for want of a record to probe with. The flow controller
+// derives the hold from it at each apply, so no caller's hold can
+// outlive the state it was decided on.
+func (b *breaker) wantsHold() bool {
+	return b != nil && b.open.Load() && !b.idleReleased.Load()
 }
 
 // openNow reports whether the breaker is open; false for a nil breaker.

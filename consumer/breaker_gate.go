@@ -13,7 +13,8 @@ import "time"
 // again. Without it such a breaker would stay open for ever.
 func (c *Consumer) breakerIdle(now time.Time) {
 	if c.brk.openNow() && c.brk.idle(now) {
-		c.flow.hold(false)
+		c.brk.idleReleased.Store(true)
+		c.flow.holdChanged()
 	}
 }
 
@@ -35,9 +36,8 @@ func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
 			waited = true
 			b.waiters.Add(1)
 			defer b.waiters.Add(-1)
-			c.flow.hold(true) // again, if breakerIdle let fetching resume
-			if !b.openNow() {
-				c.flow.hold(false) // it closed meanwhile: its closer's release may have run first
+			if b.idleReleased.Swap(false) { // hold fetching again
+				c.flow.holdChanged()
 			}
 		}
 		if !w.p.waitFor(w.seq, wait, closedCh) {
@@ -66,15 +66,12 @@ func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
 	switch b.report(time.Now(), probe, o) {
 	case becameOpen:
 		st := b.snapshot(time.Now())
-		c.flow.hold(true)
-		if !b.openNow() {
-			c.flow.hold(false) // closed again meanwhile
-		}
+		c.flow.holdChanged()
 		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Dur("window", b.pol.Window).
 			Dur("probe_interval", b.pol.ProbeInterval).Err(err).
 			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")
 	case becameClosed:
-		c.flow.hold(false)
+		c.flow.holdChanged()
 		c.log().Info().Dur("open_for", time.Since(b.lastOpened())).
 			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
 	}

@@ -301,8 +301,8 @@ func TestBreakerObservability(t *testing.T) {
 	if c.breakerReport(false, Permanent(down)) {
 		t.Error("a permanent error was excused")
 	}
-	if !c.flow.wantHold || !strings.Contains(string(logs.Bytes()), "circuit breaker open") {
-		t.Errorf("on open: hold %v, log %s", c.flow.wantHold, logs.Bytes())
+	if !c.flow.wantsHold() || !strings.Contains(string(logs.Bytes()), "circuit breaker open") {
+		t.Errorf("on open: hold %v, log %s", c.flow.wantsHold(), logs.Bytes())
 	}
 	w := &work{p: newPartition(partKey{"t", 0}, 1, 10, nil)}
 	probe, _, ok := c.breakerWait(w)
@@ -316,8 +316,8 @@ func TestBreakerObservability(t *testing.T) {
 	if open, _, _ := gauge(); open != 0 {
 		t.Errorf("breaker.open = %d after closing", open)
 	}
-	if c.flow.wantHold || !strings.Contains(string(logs.Bytes()), "circuit breaker closed") {
-		t.Errorf("on close: hold %v, log %s", c.flow.wantHold, logs.Bytes())
+	if c.flow.wantsHold() || !strings.Contains(string(logs.Bytes()), "circuit breaker closed") {
+		t.Errorf("on close: hold %v, log %s", c.flow.wantsHold(), logs.Bytes())
 	}
 	for _, r := range c.health(c.Stats(), time.Now()).Reasons {
 		if strings.HasPrefix(r, "breaker") {
@@ -333,24 +333,25 @@ func TestBreakerObservability(t *testing.T) {
 func TestBreakerIdleResumesFetching(t *testing.T) {
 	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
 		MinCalls: 1, ProbeInterval: time.Hour})}
+	c.flow.holdFn = c.brk.wantsHold
 	lg := zerolog.Nop()
 	c.cfg.Logger, c.workCtx = &lg, context.Background()
 	c.breakerReport(false, errors.New("down"))
-	if !c.brk.openNow() || !c.flow.wantHold {
+	if !c.brk.openNow() || !c.flow.wantsHold() {
 		t.Fatal("not open and held after a failure with MinCalls 1")
 	}
 	c.breakerIdle(time.Now())
-	if !c.flow.wantHold {
+	if !c.flow.wantsHold() {
 		t.Fatal("fetching resumed before a probe was due")
 	}
 	c.breakerIdle(time.Now().Add(2 * time.Hour))
-	if c.flow.wantHold {
+	if c.flow.wantsHold() {
 		t.Fatal("an open breaker with nothing to probe with keeps fetching paused")
 	}
 	c.brk.waiters.Add(1) // a lane holds a record
-	c.flow.hold(true)
+	c.brk.idleReleased.Store(false) // as the waiting lane does
 	c.breakerIdle(time.Now().Add(2 * time.Hour))
-	if !c.flow.wantHold {
+	if !c.flow.wantsHold() {
 		t.Fatal("fetching resumed while a lane holds a record to probe with")
 	}
 }

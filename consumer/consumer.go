@@ -78,6 +78,7 @@ func build(cfg Config) (*Consumer, error) {
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
 		c.brk = newBreaker(cfg.Breaker)
+		c.flow.holdFn = c.brk.wantsHold
 	}
 	var err error
 	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {

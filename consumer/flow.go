@@ -29,8 +29,11 @@ type flow struct {
 
 	mu       sync.Mutex
 	dirty    map[*partition]struct{}
-	wantHold bool          // wanted: the breaker is open
 	poke     chan struct{} // cap 1: wakes the flow goroutine
+
+	// holdFn tells whether the consumed topics should be held (the
+	// breaker's wantsHold); nil: never. Read at each apply.
+	holdFn func() bool
 }
 
 func newFlow() *flow {
@@ -49,12 +52,12 @@ func (f *flow) mark(p *partition) {
 	}
 }
 
-// hold asks for every consumed topic to be paused (the breaker opened) or
-// resumed (it closed).
-func (f *flow) hold(on bool) {
-	f.mu.Lock()
-	f.wantHold = on
-	f.mu.Unlock()
+// wantsHold reports whether the consumed topics should be held now.
+func (f *flow) wantsHold() bool { return f.holdFn != nil && f.holdFn() }
+
+// holdChanged asks for the hold to be applied again: the breaker's state
+// changed. apply reads the state itself, so racing changes converge.
+func (f *flow) holdChanged() {
 	select {
 	case f.poke <- struct{}{}:
 	default:
@@ -67,14 +70,14 @@ func (f *flow) apply() {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	f.mu.Lock()
-	dirty, hold := f.dirty, f.wantHold
+	dirty := f.dirty
 	if len(dirty) > 0 { // none is the usual case after a poll: no allocation
 		f.dirty = map[*partition]struct{}{}
 	} else {
 		dirty = nil // f.dirty stays in use: never read it outside f.mu
 	}
 	f.mu.Unlock()
-	if hold != f.held {
+	if hold := f.wantsHold(); hold != f.held {
 		f.held = hold
 		if hold {
 			f.client.PauseFetchTopics(f.topics...)
