@@ -93,15 +93,7 @@ func runAllBatch(t *testing.T, cfg Config, rec *batchRecorder, wantDLQ int64) *C
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := start(t, c)
-	rec.wait(t)
-	if wantDLQ > 0 {
-		eventually(t, "DLQ writes", func() bool { return c.Stats().DeadLettered == wantDLQ })
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	return c
+	return runUntil(t, c, rec.wait, wantDLQ)
 }
 
 // TestBatchOrderWithFailures: 200 sessions over 4 partitions, batches of at

@@ -94,15 +94,5 @@ func consumeBatched(b *testing.B, addrs []string, max int) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	start := time.Now()
-	go func() { errc <- c.Run(ctx) }()
-	<-done
-	elapsed := time.Since(start)
-	cancel()
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
-	return elapsed
+	return runTimed(b, c, done)
 }

@@ -91,6 +91,11 @@ func consumeLanesWith(b *testing.B, addrs []string, topic string, work time.Dura
 	if err != nil {
 		b.Fatal(err)
 	}
+	return runTimed(b, c, done)
+}
+
+// runTimed runs c until done is closed and returns how long that took.
+func runTimed(b *testing.B, c *Consumer, done <-chan struct{}) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	start := time.Now()

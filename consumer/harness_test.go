@@ -325,8 +325,15 @@ func runAll(t *testing.T, cfg Config, rec *recorder, wantDLQ int64) *Consumer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runUntil(t, c, rec.wait, wantDLQ)
+}
+
+// runUntil runs c until wait returns and wantDLQ records were
+// dead-lettered, then shuts it down cleanly and returns it.
+func runUntil(t *testing.T, c *Consumer, wait func(*testing.T), wantDLQ int64) *Consumer {
+	t.Helper()
 	stop := start(t, c)
-	rec.wait(t)
+	wait(t)
 	if wantDLQ > 0 {
 		eventually(t, "DLQ writes", func() bool { return c.Stats().DeadLettered == wantDLQ })
 	}

@@ -144,7 +144,7 @@ func (p *partition) start(seq uint64) bool {
 	if ok {
 		p.running++
 	}
-	p.unlock(p.settleLocked())
+	p.mu.Unlock() // what the partition holds did not change: nothing to settle
 	return ok
 }
 
@@ -250,13 +250,6 @@ func (p *partition) fetchState() (paused, active bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.paused, !p.fenced
-}
-
-// pausedNow reports whether fetching is wanted paused (for lag refreshes).
-func (p *partition) pausedNow() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused && !p.fenced
 }
 
 // raiseHWM records an end offset listed while the partition is paused.
