@@ -348,7 +348,7 @@ func TestBreakerIdleResumesFetching(t *testing.T) {
 	if c.flow.wantsHold() {
 		t.Fatal("an open breaker with nothing to probe with keeps fetching paused")
 	}
-	c.brk.waiters.Add(1) // a lane holds a record
+	c.brk.waiters.Add(1)            // a lane holds a record
 	c.brk.idleReleased.Store(false) // as the waiting lane does
 	c.breakerIdle(time.Now().Add(2 * time.Hour))
 	if !c.flow.wantsHold() {

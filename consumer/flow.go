@@ -27,9 +27,9 @@ type flow struct {
 	applyMu sync.Mutex // serialises apply and reset
 	held    bool       // the hold last applied; under applyMu
 
-	mu       sync.Mutex
-	dirty    map[*partition]struct{}
-	poke     chan struct{} // cap 1: wakes the flow goroutine
+	mu    sync.Mutex
+	dirty map[*partition]struct{}
+	poke  chan struct{} // cap 1: wakes the flow goroutine
 
 	// holdFn tells whether the consumed topics should be held (the
 	// breaker's wantsHold); nil: never. Read at each apply.
