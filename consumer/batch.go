@@ -129,7 +129,7 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		if done > 0 {
 			rep = nil // progress: the dependency answers
 		}
-		excused := c.brk != nil && c.breakerReport(probe, rep)
+		excused := c.brk != nil && c.breakerReport(b[0].p, probe, rep)
 		for _, w := range b[:done] {
 			w.p.finish(w.seq, true)
 		}
@@ -142,9 +142,9 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			return
 		}
 		head := b[0]
-		if head.p.isDone(head.seq) {
+		if head.p.isDone(head.seq) || head.p.isFenced() {
 			tracing.EndProcess(span, cause)
-			continue // skipped as stalled while the call ran: settle drops it
+			continue // skipped as stalled, or given up, while the call ran: settle drops it
 		}
 		if excused {
 			c.stats.retries.Add(1)
@@ -203,7 +203,7 @@ func settle(b []*work) []*work {
 // lane's current work for the watchdog, turning a panic into an error.
 func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Span, err error) {
 	now := time.Now()
-	actx := newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
+	actx := newAttemptCtx(head.p.attempts, now, c.cfg.HandlerTimeout)
 	var ctx context.Context = actx
 	span = noSpan
 	if c.tracer.Enabled() {

@@ -46,11 +46,11 @@ func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
 	}
 }
 
-// breakerReport tells the breaker an attempt's outcome and acts on the
-// transition. It reports whether a failed attempt is excused: the breaker
+// breakerReport tells the breaker an attempt's outcome (of a record of
+// partition p) and acts on the transition. It reports whether a failed attempt is excused: the breaker
 // is open, so the failure is the outage's, not the record's, and does not
 // count against its retry budget.
-func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
+func (c *Consumer) breakerReport(p *partition, probe bool, err error) (excused bool) {
 	b := c.brk
 	if b == nil {
 		return false
@@ -58,7 +58,7 @@ func (c *Consumer) breakerReport(probe bool, err error) (excused bool) {
 	o := success
 	switch {
 	case err == nil:
-	case IsPermanent(err) || c.workCtx.Err() != nil:
+	case IsPermanent(err) || p.isFenced(): // a revoke, a loss or the shutdown cut it short
 		o = neutral
 	default:
 		o = failure

@@ -255,6 +255,7 @@ func TestBreakerObservability(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.workCtx = context.Background()
+	live := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
 	gauge := func() (open, opens, excused int64) {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -281,7 +282,7 @@ func TestBreakerObservability(t *testing.T) {
 	}
 	down := errors.New("database down")
 	for i := 0; i < 3; i++ {
-		if excused := c.breakerReport(false, down); excused != (i == 2) {
+		if excused := c.breakerReport(live, false, down); excused != (i == 2) {
 			t.Fatalf("failure %d: excused %v", i, excused)
 		}
 	}
@@ -298,18 +299,18 @@ func TestBreakerObservability(t *testing.T) {
 	}) {
 		t.Errorf("Health reasons %q", h.Reasons)
 	}
-	if c.breakerReport(false, Permanent(down)) {
+	if c.breakerReport(live, false, Permanent(down)) {
 		t.Error("a permanent error was excused")
 	}
 	if !c.flow.wantsHold() || !strings.Contains(string(logs.Bytes()), "circuit breaker open") {
 		t.Errorf("on open: hold %v, log %s", c.flow.wantsHold(), logs.Bytes())
 	}
-	w := &work{p: newPartition(partKey{"t", 0}, 1, 10, nil)}
+	w := &work{p: live}
 	probe, _, ok := c.breakerWait(w)
 	if !probe || !ok {
 		t.Fatalf("breakerWait after the probe interval: probe %v ok %v", probe, ok)
 	}
-	c.breakerReport(true, nil)
+	c.breakerReport(live, true, nil)
 	if st := c.Stats().Breaker; st.Open || st.Probes != 1 {
 		t.Errorf("after a successful probe: %+v", st)
 	}
@@ -336,7 +337,7 @@ func TestBreakerIdleResumesFetching(t *testing.T) {
 	c.flow.holdFn = c.brk.wantsHold
 	lg := zerolog.Nop()
 	c.cfg.Logger, c.workCtx = &lg, context.Background()
-	c.breakerReport(false, errors.New("down"))
+	c.breakerReport(newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil), false, errors.New("down"))
 	if !c.brk.openNow() || !c.flow.wantsHold() {
 		t.Fatal("not open and held after a failure with MinCalls 1")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +38,7 @@ type Consumer struct {
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
 	lanes      *laneSet
+	stop       stopper // when the shutdown began, and what its drain left
 	ran        atomic.Bool
 	returned   atomic.Bool // Run returned
 	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
@@ -74,6 +74,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 // lanes.
 func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow()}
+	c.stop.done = make(chan struct{})
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
@@ -136,11 +137,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	defer c.returned.Store(true)
 	defer c.cancelClient()
+	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
+	defer c.cancelWork()
+	c.own.work = c.workCtx
 	cl, err := kgo.NewClient(c.clientOpts()...)
 	if err != nil {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
+	c.warnRebalanceTimeout()
 	if c.cfg.DeadLetterTopic != "" {
 		dctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 		c.dlq, err = openDeadLetters(dctx, &c.cfg, kadm.NewClient(cl))
@@ -150,22 +155,27 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
-	defer c.cancelWork()
 
 	// The background loops, and every request they make, end when bgCtx
 	// is cancelled at the start of the shutdown.
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
-	bg.Add(4)
+	// pollCtx ends the poll loop: cancelled with ctx, or when the loop
+	// ends on its own (the client closed). Its end starts the shutdown
+	// (drainOnStop) whatever the poll loop is doing meanwhile.
+	pollCtx, endPoll := context.WithCancel(ctx)
+	defer endPoll()
+	bg.Add(5)
 	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
+	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 
-	c.poll(ctx)
-	err = c.shutdown(stopBg, &bg)
+	c.poll(pollCtx)
+	endPoll()
+	err = c.shutdown(&bg)
 	c.metrics.close()
 	return err
 }
@@ -189,58 +199,6 @@ func (c *Consumer) poll(ctx context.Context) {
 	c.client.AllowRebalance()
 }
 
-// shutdown drains, cancels what is left, commits, releases, leaves and
-// closes; see Run. Handlers are cancelled, and lanes have ended, before
-// any partition is released: a session never runs here after the group
-// may have handed its partition to another member.
-func (c *Consumer) shutdown(stopBg context.CancelFunc, bg *sync.WaitGroup) error {
-	stopBg()
-	left := waitDrained(context.Background(), c.own.stop(), c.cfg.ShutdownTimeout)
-	c.cancelWork() // handlers still running, retry waits and DLQ writes end
-	c.lanes.stop()
-	c.lanes.wg.Wait()
-	bg.Wait()
-
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
-	defer cancel()
-	var errs []error
-	owned := c.own.all() // what a revoke during the drain did not take
-	if err := c.commit(ctx, owned); err != nil {
-		errs = append(errs, err)
-	}
-	c.own.release(owned)
-	c.leave()
-	if c.dlq != nil {
-		if err := c.dlq.close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("consumer: close dead-letter client: %w", err))
-		}
-	}
-	c.client.Close()
-	if len(left) > 0 {
-		names := make([]string, len(left))
-		for i, p := range left {
-			names[i] = fmt.Sprintf("%s/%d", p.key.topic, p.key.partition)
-		}
-		errs = append(errs, fmt.Errorf("%w: handlers still running after %v on %s",
-			ErrUnfinished, c.cfg.ShutdownTimeout, strings.Join(names, ", ")))
-	}
-	return errors.Join(errs...)
-}
-
-// leave leaves the group within LeaveTimeout. A leave waits for a join
-// under way, and a join lasts until the group's rebalance completes (up to
-// its rebalance timeout) while other members come and go; past the timeout
-// the client's context is cancelled, which ends the join, and the group
-// notices the member gone at its session timeout.
-func (c *Consumer) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaveTimeout)
-	defer cancel()
-	if err := c.client.LeaveGroupContext(ctx); err != nil {
-		c.log().Warn().Err(err).Dur("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
-		c.cancelClient()
-	}
-}
-
 // Stats returns a snapshot of the consumer's counters and of every owned
 // partition. It is safe to call at any time, from any goroutine.
 func (c *Consumer) Stats() Stats {
@@ -258,6 +216,7 @@ func (c *Consumer) Stats() Stats {
 		SlowHandlers:       s.slowHandlers.Load(),
 		Rebalances:         s.rebalances.Load(),
 		Stalls:             s.stalls.Load(),
+		RevokeOverruns:     s.revokeOverruns.Load(),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
 		Breaker:            c.brk.snapshot(time.Now()),

@@ -44,15 +44,15 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 		}
 		m.Attempt = attempt
 		span, err := c.call(l, w, m)
-		excused := c.brk != nil && c.breakerReport(probe, err)
+		excused := c.brk != nil && c.breakerReport(w.p, probe, err)
 		if err == nil {
 			tracing.EndProcess(span, nil)
 			c.stats.processed.Add(1)
 			return true
 		}
-		if w.p.isDone(w.seq) {
+		if w.p.isDone(w.seq) || w.p.isFenced() {
 			tracing.EndProcess(span, err)
-			return false // skipped as stalled while this attempt ran
+			return false // skipped as stalled, or given up (its next owner runs it), while this attempt ran
 		}
 		if excused {
 			c.stats.retries.Add(1)
@@ -133,9 +133,9 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 	var actx *attemptCtx
 	if m.Attempt == 1 {
 		actx = &w.first
-		actx.init(c.workCtx, now, c.cfg.HandlerTimeout)
+		actx.init(w.p.attempts, now, c.cfg.HandlerTimeout)
 	} else {
-		actx = newAttemptCtx(c.workCtx, now, c.cfg.HandlerTimeout)
+		actx = newAttemptCtx(w.p.attempts, now, c.cfg.HandlerTimeout)
 	}
 	var ctx context.Context = actx
 	span = noSpan
@@ -189,7 +189,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 	bo.MaxInterval = c.cfg.Retry.MaxInterval
 	bo.MaxElapsedTime = 0
 	for {
-		ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.CommitTimeout)
+		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
 		err := c.dlq.write(ctx, rec)
 		cancel()
 		if err == nil {
@@ -200,6 +200,10 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
 			return true
 		}
+		if w.p.isFenced() {
+			c.dlqGivenUp(w, span, err)
+			return false
+		}
 		wait := c.reportDLQFailure(w, span, err)
 		if retriable(err) {
 			wait = bo.NextBackOff()
@@ -208,6 +212,18 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 			return false
 		}
 	}
+}
+
+// dlqGivenUp reports a failed DLQ write of w's record whose partition is
+// being given up (revoked, lost, shutting down): no retry; the record is
+// left undone, the shutdown names it in ErrUnfinished, and the partition's
+// next owner runs it again.
+func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
+	c.stats.dlqFailures.Add(1)
+	w.p.dlqFailure(w.rec.Offset, err, time.Now())
+	l := c.recordLog(span, w)
+	l.Warn().Err(err).Str("dlq", c.cfg.DeadLetterTopic).
+		Msg("dead-letter write failed while the partition is given up (revoke or shutdown): the record is left undone; its next owner runs it again")
 }
 
 // reportDLQFailure counts and reports a failed DLQ write of w's record, and

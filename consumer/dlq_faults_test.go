@@ -91,8 +91,8 @@ func TestDLQCopyTooLargeHoldsPartition(t *testing.T) {
 	if ps.DeadLetterBlockedAt != 0 || !strings.Contains(ps.DeadLetterError, "MESSAGE_TOO_LARGE") || ps.Watermark != 0 {
 		t.Fatalf("partition stats %+v: want blocked at 0 with MESSAGE_TOO_LARGE, watermark 0", ps)
 	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
+	if err := stop(); !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "MESSAGE_TOO_LARGE") {
+		t.Fatalf("Run: %v; want ErrUnfinished naming the write that cannot succeed", err)
 	}
 
 	cfg.Filter = func(r *kgo.Record) bool { return !(r.Topic == "chats" && r.Partition == 0 && r.Offset == 0) }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // TestFailedDLQWriteHoldsPartition: while the dead-letter topic cannot be
 // written (it does not exist), the poison record's offset is not done: the
 // watermark stays at it although every later record finished, and after
-// shutdown nothing past it is committed. Progress is never bought with data.
+// shutdown nothing past it is committed. Progress is never bought with data,
+// and Run says so: ErrUnfinished names the partition and the failing write.
 func TestFailedDLQWriteHoldsPartition(t *testing.T) {
 	e := newEnv(t, 1, "chats")
 	e.produceValues("chats", "a|0", "b|0", "b|1", "b|2") // offsets 0..3
@@ -37,8 +39,9 @@ func TestFailedDLQWriteHoldsPartition(t *testing.T) {
 		t.Fatalf("watermark %d, committed %d, DLQ %d while the DLQ write fails; want 0, <=0, 0",
 			ps.Watermark, ps.Committed, c.Stats().DeadLettered)
 	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
+	err = stop()
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "chats/0") || !strings.Contains(err.Error(), "dead-letter") {
+		t.Fatalf("Run: %v; want ErrUnfinished naming chats/0 and its failing dead-letter write", err)
 	}
 	offs, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), "g-dlq-hold")
 	if err != nil {

@@ -67,6 +67,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	dlqFail := ctr("lanes.consumer.dead_letter.failures", "Failed dead-letter writes (each retried).")
 	stalls := ctr("lanes.consumer.stalls", "Partitions reported stalled.")
 	rebalances := ctr("lanes.consumer.rebalances", "Partition assignments received.")
+	overruns := ctr("lanes.consumer.revoke.overruns", "Partitions a revoke gave up while a handler that ignored its cancelled context still ran.")
 	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
 	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
 	truncations := ctr("lanes.consumer.truncations", "Fetches that found their partition's log truncated (offsets reused).")
@@ -104,6 +105,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		o.ObserveInt64(dlqFail, st.DeadLetterFailures, out.group)
 		o.ObserveInt64(stalls, st.Stalls, out.group)
 		o.ObserveInt64(rebalances, st.Rebalances, out.group)
+		o.ObserveInt64(overruns, st.RevokeOverruns, out.group)
 		o.ObserveInt64(commitFail, st.CommitFailures, out.group)
 		o.ObserveInt64(panics, st.Panics, out.group)
 		o.ObserveInt64(truncations, st.Truncations, out.group)
@@ -118,7 +120,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		}
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
-		processed, retries, dlq, dlqFail, stalls, rebalances, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused)
+		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused)
 	return out, err
 }
 

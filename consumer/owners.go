@@ -21,6 +21,9 @@ import (
 // commits before the rebalance goes on.
 type owners struct {
 	commitMu sync.Mutex // held across a commit and across a release
+	// work is the parent of every partition's attempts context: the
+	// consumer's work context. Set before the first assignment.
+	work context.Context
 
 	mu       sync.Mutex // guards the fields below
 	parts    map[partKey]*partition
@@ -28,7 +31,9 @@ type owners struct {
 	stopping bool
 }
 
-func newOwners() *owners { return &owners{parts: map[partKey]*partition{}} }
+func newOwners() *owners {
+	return &owners{work: context.Background(), parts: map[partKey]*partition{}}
+}
 
 // assign creates the state of newly assigned partitions, each with a new
 // epoch.
@@ -40,7 +45,7 @@ func (o *owners) assign(tps map[string][]int32, max int, notify func(*partition)
 		for _, id := range ps {
 			o.epoch++
 			k := partKey{t, id}
-			p := newPartition(k, o.epoch, max, notify)
+			p := newPartition(o.work, k, o.epoch, max, notify)
 			if o.stopping {
 				p.stopStarting()
 			}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -34,6 +35,13 @@ type partition struct {
 	max    int              // MaxBufferedRecords: pause at max held, resume at max/2
 	notify func(*partition) // told, outside mu, when the wanted fetch state flips
 
+	// attempts is the parent of every handler attempt and dead-letter
+	// write of this assignment (a child of the consumer's work context);
+	// cancelAttempts ends them when a revoke's drain runs out of time or
+	// the partition is released. Set once at creation.
+	attempts       context.Context
+	cancelAttempts context.CancelFunc
+
 	mu       sync.Mutex
 	tr       tracker
 	queued   int  // records handed to lanes, not started
@@ -60,9 +68,13 @@ type partition struct {
 	dlqAt   time.Time // when that write first failed
 }
 
-func newPartition(k partKey, epoch uint64, max int, notify func(*partition)) *partition {
+// newPartition makes the state of one assignment; its attempts run under a
+// child of work.
+func newPartition(work context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
+	attempts, cancel := context.WithCancel(work)
 	return &partition{
 		key: k, epoch: epoch, max: max, notify: notify, tr: newTracker(),
+		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
 		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(), dlqHeld: -1,
 	}
@@ -235,13 +247,34 @@ func (p *partition) stopStarting() {
 	}
 }
 
-// release ends ownership: the partition is fenced and never committed
-// again. Called by owners only (owners.go), under the commit lock.
+// release ends ownership: the partition is fenced, the contexts of its
+// attempts still running are cancelled (another member may own it now),
+// and it is never committed again. Called by owners only (owners.go),
+// under the commit lock.
 func (p *partition) release() {
 	p.stopStarting()
+	p.cancelAttempts()
 	p.mu.Lock()
 	p.released = true
 	p.mu.Unlock()
+}
+
+// isDrained reports whether the partition is fenced and nothing of it runs.
+func (p *partition) isDrained() bool {
+	select {
+	case <-p.drained:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadLetterBlocked reports the record held here because its dead-letter
+// copy could not be written: its offset, since when, and the last error.
+func (p *partition) deadLetterBlocked() (offset int64, since time.Time, err string, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dlqHeld, p.dlqAt, p.dlqErr, p.dlqHeld >= 0
 }
 
 // fetchState is the fetch state the flow controller should apply; active is

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -51,7 +52,7 @@ type partModel struct {
 
 func newPartModel(t *testing.T, seed uint64) *partModel {
 	m := &partModel{t: t, rng: rand.New(rand.NewPCG(seed, 11)), max: 2 + int(seed%9), prior: map[int64]bool{}}
-	m.p = newPartition(partKey{"t", 0}, 1, m.max, func(p *partition) { m.applied = !m.applied })
+	m.p = newPartition(context.Background(), partKey{"t", 0}, 1, m.max, func(p *partition) { m.applied = !m.applied })
 	m.start = int64(m.rng.IntN(50))
 	m.next, m.newest = m.start, -1
 	var rs []offRange

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -112,36 +114,69 @@ func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]
 	return rs, true
 }
 
-// onRevoked fences the revoked partitions, waits (at most RevokeTimeout)
-// for their running handlers, commits their watermarks and releases them.
-// Only then does the rebalance go on, so the next owner starts exactly
-// where this one stopped. A shutdown draining meanwhile keeps its
-// partitions owned, so a revoke finds them and waits for the same drain.
+// onRevoked fences the revoked partitions, waits for their running
+// handlers (drainRevoked), commits their watermarks and releases them. Only
+// then does the rebalance go on, so the next owner starts exactly where
+// this one stopped, and never while a handler that honours its context
+// still runs here. A shutdown draining meanwhile keeps its partitions
+// owned, so a revoke finds them and waits for the same drain; its commit
+// then keeps the shutdown's deadline.
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	parts := c.own.lookup(revoked)
 	if len(parts) == 0 {
 		return
 	}
-	for _, p := range parts {
-		p.stopStarting()
-	}
-	for _, p := range waitDrained(ctx, parts, c.cfg.RevokeTimeout) {
-		c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-			Dur("timeout", c.cfg.RevokeTimeout).Msg("revoke: handlers still running after RevokeTimeout; committing what is done")
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	c.drainRevoked(ctx, parts)
+	cctx, cancel := context.WithDeadline(ctx, c.finalDeadline(time.Now()))
 	defer cancel()
 	if err := c.commit(cctx, parts); err != nil {
-		c.log().Error().Err(err).Msg("revoke: final commit failed; the next owner may redeliver")
+		c.log().Error().Err(err).Str("partitions", names(parts)).
+			Msg("revoke: final commit failed; the next owner redelivers what this member finished since its last commit")
 	}
 	c.own.release(parts)
 	c.flow.reset(cl, revoked)
 }
 
+// drainRevoked fences parts and waits for their running handlers: up to
+// RevokeTimeout less a grace period (revokeGrace), then cancels the
+// contexts of the attempts still running and gives them the grace period
+// to return. A handler still running after that ignores its context: it is
+// logged and counted (Stats.RevokeOverruns), and may overlap the next
+// owner's first delivery of its session.
+func (c *Consumer) drainRevoked(ctx context.Context, parts []*partition) {
+	for _, p := range parts {
+		p.stopStarting()
+	}
+	grace := revokeGrace(c.cfg.RevokeTimeout)
+	busy := waitDrained(ctx, parts, c.cfg.RevokeTimeout-grace)
+	for _, p := range busy {
+		p.cancelAttempts()
+	}
+	for _, p := range waitDrained(ctx, busy, grace) {
+		c.stats.revokeOverruns.Add(1)
+		c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
+			Dur("revoke_timeout", c.cfg.RevokeTimeout).
+			Msg("revoke: a handler ignored its cancelled context and still runs as the partition is given up; the next owner may run its session at the same time. Make the handler return when its context ends")
+	}
+}
+
+// revokeGrace is how long before RevokeTimeout a revoke cancels the
+// attempts still running: a tenth of it, at most 5s.
+func revokeGrace(timeout time.Duration) time.Duration { return min(timeout/10, 5*time.Second) }
+
 // onLost releases the lost partitions without committing: another member
-// may own them already.
+// may own them already. Their running attempts are cancelled at once.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	c.log().Warn().Interface("partitions", lost).Msg("partitions lost: dropping them without a commit")
 	c.own.release(c.own.lookup(lost))
 	c.flow.reset(cl, lost)
+}
+
+// names lists partitions as topic/partition, comma-separated.
+func names(parts []*partition) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = fmt.Sprintf("%s/%d", p.key.topic, p.key.partition)
+	}
+	return strings.Join(out, ", ")
 }

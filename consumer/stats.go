@@ -43,6 +43,10 @@ type Stats struct {
 	SlowHandlers int64
 	// Stalls counts partitions reported stalled (see Config.StallTimeout).
 	Stalls int64
+	// RevokeOverruns counts partitions a revoke gave up while a handler of
+	// theirs still ran: it ignored the cancellation of its context, so the
+	// partition's next owner may have run its session at the same time.
+	RevokeOverruns int64
 	// HotSessions are the sessions with the deepest lanes (records queued
 	// or running), deepest first, at most MaxHotSessions: the keys to look
 	// at when lag grows.
@@ -119,6 +123,7 @@ type counters struct {
 	truncations    atomic.Int64
 	rebalances     atomic.Int64
 	stalls         atomic.Int64
+	revokeOverruns atomic.Int64
 	commits        atomic.Int64
 	commitFailures atomic.Int64
 	commitNanos    atomic.Int64

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -214,7 +215,7 @@ func BenchmarkTrackerMarkAdvance(b *testing.B) {
 // leader election), so the client resets and fetches from 0. The metadata
 // describes the old log: none of the new records may be skipped by it.
 func TestTruncatedBelowCommit(t *testing.T) {
-	p := newPartition(partKey{"t", 0}, 1, 1<<20, nil)
+	p := newPartition(context.Background(), partKey{"t", 0}, 1, 1<<20, nil)
 	p.resume(100, []offRange{{105, 110}}, "meta")
 	var recs []*kgo.Record
 	for o := int64(0); o < 120; o++ {
