@@ -23,6 +23,14 @@ import (
 // retries-exhausted meanwhile; a record whose lane waited for the breaker
 // starts its budget by time (Retry.MaxElapsed) again. Permanent errors are
 // the record's fault, not an outage: they are neither counted nor excused.
+//
+// A probe whose handler runs past HandlerTimeout plus its grace (the
+// limit at which the watchdog reports a handler that ignores its context)
+// is given up as hung: it counts as a failed probe, so the next probe runs
+// on another lane ProbeInterval later. Its own lane still waits for the
+// handler to return (order is never given up), and what the hung probe
+// reports when it does return judges nothing: the breaker is not closed by
+// it.
 type BreakerPolicy struct {
 	// Enabled turns the breaker on. Default: false (off).
 	Enabled bool
@@ -93,6 +101,10 @@ type BreakerStats struct {
 	// and Excused the failed attempts not counted against their record's
 	// retry budget because the breaker was open.
 	Opens, Probes, Excused int64
+	// HungProbes counts the probes given up as hung: still running past
+	// HandlerTimeout plus its grace, counted as failed so that another
+	// lane probes (their own lanes wait for them to return).
+	HungProbes int64
 }
 
 // outcome is what one attempt says about the dependency.
@@ -115,6 +127,24 @@ const (
 
 const breakerBuckets = 10
 
+// probeID names one probe: the breaker's count of probes when it started
+// (so the first is 1). Zero is an attempt that is not a probe. A probe's
+// report judges the open breaker only while its id is the running one, so
+// the late report of a probe given up as hung never judges for the probe
+// that replaced it, nor for a later opening.
+type probeID uint64
+
+// admission is allow's answer: ok to start an attempt (as the probe when
+// probe is set), or not, with the longest useful wait and a channel closed
+// when the breaker closes. hung names a probe this call gave up as hung.
+type admission struct {
+	ok     bool
+	probe  probeID
+	wait   time.Duration
+	closed <-chan struct{}
+	hung   probeID
+}
+
 type bucket struct {
 	period       int64 // time / width, the period this bucket counts
 	calls, fails int
@@ -124,67 +154,117 @@ type bucket struct {
 // at a time while open. It owns every field under mu; the consumer calls
 // allow before an attempt and report after it, and acts on the transitions
 // report returns (flow, log). Time is passed in, so tests drive it.
+//
+// A probe still running hungAfter after it started is given up as hung
+// (expireLocked) by the first allow, report or idle at or past that time:
+// time alone decides, so the state after any sequence of calls is the same
+// whether or not someone asked in between.
 type breaker struct {
-	pol   BreakerPolicy
-	width time.Duration
-	open  atomic.Bool // mirrors isOpen for lanes' fast path
+	pol       BreakerPolicy
+	width     time.Duration
+	hungAfter time.Duration // a probe running this long is given up as hung
+	open      atomic.Bool   // mirrors isOpen for lanes' fast path
 	// idleReleased: while open, fetching was let resume because nothing
 	// was left to probe with (breakerIdle); a lane that waits clears it.
 	idleReleased atomic.Bool
 	// waiters counts lanes holding a record until the breaker lets them
 	// attempt: the records a probe can be made with.
 	waiters atomic.Int64
+	// probeWork is the running probe's record as the lanes know it, kept
+	// by the gate (breaker_gate.go) to name a probe given up as hung; the
+	// state machine never reads it.
+	probeWork atomic.Pointer[probeRec]
 
-	mu        sync.Mutex
-	isOpen    bool
-	probing   bool
-	openedAt  time.Time
-	nextProbe time.Time
-	closedCh  chan struct{} // closed when the breaker closes; new at each open
-	buckets   [breakerBuckets]bucket
-	atOpen    [2]int // calls, failures of the window that opened it
-	opens     int64
-	probes    int64
-	excused   atomic.Int64
+	mu         sync.Mutex
+	isOpen     bool
+	probe      probeID   // the running probe; 0: none runs
+	probeStart time.Time // when it started
+	openedAt   time.Time
+	nextProbe  time.Time
+	closedCh   chan struct{} // closed when the breaker closes; new at each open
+	buckets    [breakerBuckets]bucket
+	atOpen     [2]int // calls, failures of the window that opened it
+	opens      int64
+	probes     int64 // also the last probeID handed out
+	hung       int64
+	excused    atomic.Int64
 }
 
-func newBreaker(pol BreakerPolicy) *breaker {
-	return &breaker{pol: pol, width: max(pol.Window/breakerBuckets, 1), closedCh: make(chan struct{})}
+// newBreaker makes a closed breaker; a probe running hungAfter is given
+// up as hung (the consumer passes HandlerTimeout plus slowGrace).
+func newBreaker(pol BreakerPolicy, hungAfter time.Duration) *breaker {
+	return &breaker{pol: pol, width: max(pol.Window/breakerBuckets, 1), hungAfter: hungAfter,
+		closedCh: make(chan struct{})}
+}
+
+// expireLocked gives the running probe up as hung when it has run for
+// hungAfter at now, and returns its id (0 when none was given up). A hung
+// probe counts as a failed one: the next probe is due ProbeInterval after
+// the moment it was given up (its start plus hungAfter), whoever notices.
+func (b *breaker) expireLocked(now time.Time) probeID {
+	if b.probe == 0 {
+		return 0
+	}
+	limit := b.probeStart.Add(b.hungAfter)
+	if now.Before(limit) {
+		return 0
+	}
+	id := b.probe
+	b.probe = 0
+	b.hung++
+	b.nextProbe = limit.Add(b.pol.ProbeInterval)
+	return id
 }
 
 // allow asks to start an attempt at now. Closed: ok. Open: ok as the
-// probe when no probe runs and ProbeInterval passed since the last one;
-// otherwise not ok, with the longest useful wait and a channel closed when
-// the breaker closes.
-func (b *breaker) allow(now time.Time) (probe, ok bool, wait time.Duration, closedCh <-chan struct{}) {
+// probe when no probe runs (or the running one is given up as hung at now)
+// and ProbeInterval passed since the last one; otherwise not ok, with the
+// longest useful wait and a channel closed when the breaker closes.
+func (b *breaker) allow(now time.Time) admission {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.isOpen {
-		return false, true, 0, nil
+		return admission{ok: true}
 	}
-	if !b.probing && !now.Before(b.nextProbe) {
-		b.probing = true
+	a := admission{hung: b.expireLocked(now)}
+	if b.probe == 0 && !now.Before(b.nextProbe) {
 		b.probes++
-		return true, true, 0, nil
+		b.probe, b.probeStart = probeID(b.probes), now
+		a.ok, a.probe = true, b.probe
+		return a
 	}
-	wait = b.pol.ProbeInterval
-	if !b.probing {
-		wait = b.nextProbe.Sub(now)
+	a.wait, a.closed = b.pol.ProbeInterval, b.closedCh
+	if b.probe == 0 {
+		a.wait = b.nextProbe.Sub(now)
 	}
-	return false, false, wait, b.closedCh
+	return a
 }
 
-// report records an attempt's outcome at now; probe says whether allow
-// made it the probe. It returns the transition it caused.
-func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
+// report records an attempt's outcome at now; probe is the id allow gave
+// it (0: not a probe). It returns the transition it caused, and the probe
+// it gave up as hung, if any (possibly the reporting one: a probe that
+// returns only past its limit is hung all the same).
+//
+// Only the running probe judges an open breaker. The report of a probe
+// given up as hung is an ordinary attempt's: ignored while open (a failure
+// is excused), counted in the window while closed. A late success does not
+// close the breaker: the probe that replaced it runs now and its verdict is
+// the fresher one; a success that took longer than HandlerTimeout says the
+// dependency is at best too slow to serve every lane at once; and letting
+// two probes judge would make the breaker's state depend on which of them
+// returns last. The next probe closes it soon enough if the dependency is
+// back.
+func (b *breaker) report(now time.Time, probe probeID, o outcome) (transition, probeID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if probe {
-		b.probing = false
+	hung := b.expireLocked(now)
+	current := probe != 0 && probe == b.probe
+	if current {
+		b.probe = 0
 	}
 	if b.isOpen {
-		if !probe {
-			return stay // only probes judge an open breaker
+		if !current {
+			return stay, hung // only the running probe judges an open breaker
 		}
 		switch o {
 		case success:
@@ -192,16 +272,16 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 			b.open.Store(false)
 			b.clearWindow()
 			close(b.closedCh)
-			return becameClosed
+			return becameClosed, hung
 		case failure:
 			b.nextProbe = now.Add(b.pol.ProbeInterval)
 		default:
 			b.nextProbe = now // no verdict: the next lane probes at once
 		}
-		return stay
+		return stay, hung
 	}
 	if o == neutral {
-		return stay
+		return stay, hung
 	}
 	period := now.UnixNano() / int64(b.width)
 	k := &b.buckets[uint64(period)%breakerBuckets]
@@ -214,7 +294,7 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 	}
 	calls, fails := b.windowLocked(period)
 	if o != failure || calls < b.pol.MinCalls || float64(fails) < b.pol.FailureRatio*float64(calls) {
-		return stay
+		return stay, hung
 	}
 	b.isOpen = true
 	b.idleReleased.Store(false)
@@ -224,7 +304,7 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) transition {
 	b.opens++
 	b.closedCh = make(chan struct{})
 	b.clearWindow()
-	return becameOpen
+	return becameOpen, hung
 }
 
 // windowLocked sums the buckets of the window ending in period.
@@ -247,7 +327,11 @@ func (b *breaker) snapshot(now time.Time) BreakerStats {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := BreakerStats{Enabled: true, Open: b.isOpen, Opens: b.opens, Probes: b.probes, Excused: b.excused.Load()}
+	st := BreakerStats{Enabled: true, Open: b.isOpen, Opens: b.opens, Probes: b.probes, Excused: b.excused.Load(),
+		HungProbes: b.hung}
+	if b.probe != 0 && !now.Before(b.probeStart.Add(b.hungAfter)) {
+		st.HungProbes++ // past its limit, given up at the next allow, report or watchdog tick
+	}
 	if b.isOpen {
 		st.OpenedAt = b.openedAt
 		st.Calls, st.Failures = b.atOpen[0], b.atOpen[1]
@@ -258,11 +342,17 @@ func (b *breaker) snapshot(now time.Time) BreakerStats {
 }
 
 // idle reports whether the breaker is open with no record to probe with
-// at a time a probe is due: no lane holds one, none runs.
-func (b *breaker) idle(now time.Time) bool {
+// at a time a probe is due: no lane holds one, none runs (a probe given up
+// as hung at now does not count: its lane waits for its handler). hung
+// names the probe this call gave up, if any.
+func (b *breaker) idle(now time.Time) (idle bool, hung probeID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.isOpen && !b.probing && b.waiters.Load() == 0 && !now.Before(b.nextProbe)
+	if !b.isOpen {
+		return false, 0
+	}
+	hung = b.expireLocked(now)
+	return b.probe == 0 && b.waiters.Load() == 0 && !now.Before(b.nextProbe), hung
 }
 
 // lastOpened is when the breaker last opened.

@@ -11,26 +11,68 @@ import "time"
 // as permanent, fenced by a rebalance — and the partitions were paused): the
 // next record fetched becomes the probe and its lane's wait holds fetching
 // again. Without it such a breaker would stay open for ever.
+//
+// It is also where a hung probe is noticed when no lane is asking: the
+// watchdog's tick gives it up as soon as it passes its limit.
 func (c *Consumer) breakerIdle(now time.Time) {
-	if c.brk.openNow() && c.brk.idle(now) {
+	if !c.brk.openNow() {
+		return
+	}
+	idle, hung := c.brk.idle(now)
+	c.probeHung(hung, now)
+	if idle {
 		c.brk.idleReleased.Store(true)
 		c.flow.holdChanged()
 	}
 }
 
+// probeRec is the running probe as the gate knows it: the record it runs
+// on (a batch's head) and when it started, to name it if it hangs.
+type probeRec struct {
+	id    probeID
+	w     *work
+	start time.Time
+}
+
+// probeHung warns that probe id was given up as hung at now (nothing when
+// id is 0): counted as a failed probe, the next one runs on another lane,
+// its own lane still waits for the handler. The record is named when the
+// gate still knows it.
+func (c *Consumer) probeHung(id probeID, now time.Time) {
+	if id == 0 {
+		return
+	}
+	b := c.brk
+	ev := c.log().Warn().Uint64("probe", uint64(id)).Dur("timeout", c.cfg.HandlerTimeout).
+		Dur("probe_interval", b.pol.ProbeInterval)
+	if r := b.probeWork.Load(); r != nil && r.id == id {
+		ev = ev.Str("topic", r.w.rec.Topic).Int32("partition", r.w.rec.Partition).Int64("offset", r.w.rec.Offset).
+			Str("session", r.w.session).Dur("running", now.Sub(r.start))
+	}
+	ev.Msg("circuit breaker probe given up as hung: it ran past HandlerTimeout (its handler ignores its context); " +
+		"counted as a failed probe, the next probe runs on another lane, its own lane waits for the handler to return; " +
+		"make the handler honour its context")
+}
+
 // breakerWait holds w's lane while the breaker is open, until it may
-// attempt: as the probe, or because the breaker closed. It reports whether
-// it waited, and false in ok when w's partition was fenced or w got done
-// meanwhile (no attempt is to be made).
-func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
+// attempt: as the probe (probe is its id, to pass back to breakerReport),
+// or because the breaker closed. It reports whether it waited, and false
+// in ok when w's partition was fenced or w got done meanwhile (no attempt
+// is to be made).
+func (c *Consumer) breakerWait(w *work) (probe probeID, waited, ok bool) {
 	b := c.brk
 	if !b.openNow() {
-		return false, false, true
+		return 0, false, true
 	}
 	for {
-		probe, ok, wait, closedCh := b.allow(time.Now())
-		if ok {
-			return probe, waited, true
+		now := time.Now()
+		a := b.allow(now)
+		c.probeHung(a.hung, now)
+		if a.ok {
+			if a.probe != 0 {
+				b.probeWork.Store(&probeRec{id: a.probe, w: w, start: now})
+			}
+			return a.probe, waited, true
 		}
 		if !waited {
 			waited = true
@@ -40,17 +82,19 @@ func (c *Consumer) breakerWait(w *work) (probe, waited, ok bool) {
 				c.flow.holdChanged()
 			}
 		}
-		if !w.p.waitFor(w.seq, wait, closedCh) {
-			return false, true, false
+		if !w.p.waitFor(w.seq, a.wait, a.closed) {
+			return 0, true, false
 		}
 	}
 }
 
 // breakerReport tells the breaker an attempt's outcome (of a record of
-// partition p) and acts on the transition. It reports whether a failed attempt is excused: the breaker
-// is open, so the failure is the outage's, not the record's, and does not
-// count against its retry budget.
-func (c *Consumer) breakerReport(p *partition, probe bool, err error) (excused bool) {
+// partition p) and acts on the transition; probe is the id breakerWait
+// returned (0: not a probe). It
+// reports whether a failed attempt is excused: the breaker is open, so the
+// failure is the outage's, not the record's, and does not count against
+// its retry budget.
+func (c *Consumer) breakerReport(p *partition, probe probeID, err error) (excused bool) {
 	b := c.brk
 	if b == nil {
 		return false
@@ -63,7 +107,13 @@ func (c *Consumer) breakerReport(p *partition, probe bool, err error) (excused b
 	default:
 		o = failure
 	}
-	switch b.report(time.Now(), probe, o) {
+	now := time.Now()
+	tr, hung := b.report(now, probe, o)
+	c.probeHung(hung, now)
+	if r := b.probeWork.Load(); probe != 0 && r != nil && r.id == probe {
+		b.probeWork.CompareAndSwap(r, nil) // its record is not kept past its report
+	}
+	switch tr {
 	case becameOpen:
 		st := b.snapshot(time.Now())
 		c.flow.holdChanged()

@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -13,148 +12,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
-
-// refBreaker is the breaker's specification, written plainly: every
-// outcome of the closed state kept in a list, the window counted from it.
-type refBreaker struct {
-	pol     BreakerPolicy
-	open    bool
-	probing bool
-	next    time.Time
-	events  []refEvent
-}
-
-type refEvent struct {
-	at   time.Time
-	fail bool
-}
-
-func (r *refBreaker) slot(t time.Time) int64 {
-	return t.UnixNano() / int64(r.pol.Window/breakerBuckets)
-}
-
-func (r *refBreaker) window(now time.Time) (calls, fails int) {
-	cur := r.slot(now)
-	for _, e := range r.events {
-		if s := r.slot(e.at); s > cur-breakerBuckets && s <= cur {
-			calls++
-			if e.fail {
-				fails++
-			}
-		}
-	}
-	return calls, fails
-}
-
-func (r *refBreaker) allow(now time.Time) (probe, ok bool) {
-	switch {
-	case !r.open:
-		return false, true
-	case !r.probing && !now.Before(r.next):
-		r.probing = true
-		return true, true
-	}
-	return false, false
-}
-
-func (r *refBreaker) report(now time.Time, probe bool, o outcome) transition {
-	if probe {
-		r.probing = false
-	}
-	if r.open {
-		if !probe {
-			return stay
-		}
-		switch o {
-		case success:
-			r.open, r.events = false, nil
-			return becameClosed
-		case failure:
-			r.next = now.Add(r.pol.ProbeInterval)
-		default:
-			r.next = now
-		}
-		return stay
-	}
-	if o == neutral {
-		return stay
-	}
-	r.events = append(r.events, refEvent{now, o == failure})
-	calls, fails := r.window(now)
-	if o == failure && calls >= r.pol.MinCalls && float64(fails) >= r.pol.FailureRatio*float64(calls) {
-		r.open, r.next, r.events = true, now.Add(r.pol.ProbeInterval), nil
-		return becameOpen
-	}
-	return stay
-}
-
-// TestBreakerModel drives the breaker and its reference with the same
-// random attempts (started by random lanes, ending in random outcomes) and
-// a random clock, and compares every answer and the state after each step.
-func TestBreakerModel(t *testing.T) {
-	for seed := uint64(1); seed <= 60; seed++ {
-		rng := rand.New(rand.NewPCG(seed, seed*7))
-		pol := BreakerPolicy{
-			Window:        time.Duration(1+rng.IntN(20)) * 100 * time.Millisecond,
-			FailureRatio:  []float64{0.1, 0.5, 0.8, 1}[rng.IntN(4)],
-			MinCalls:      1 + rng.IntN(30),
-			ProbeInterval: time.Duration(1+rng.IntN(50)) * 10 * time.Millisecond,
-		}
-		failP := rng.Float64() // this run's share of failures
-		b, ref := newBreaker(pol), &refBreaker{pol: pol}
-		now := time.Unix(1_700_000_000, 0)
-		type attempt struct{ probe bool }
-		var running []attempt
-		opens, closes := 0, 0
-		for step := 0; step < 3000; step++ {
-			switch op := rng.IntN(10); {
-			case op < 4: // a lane asks to start an attempt
-				gp, gok, wait, ch := b.allow(now)
-				wp, wok := ref.allow(now)
-				if gp != wp || gok != wok {
-					t.Fatalf("seed %d step %d: allow = (probe %v, ok %v), want (%v, %v)", seed, step, gp, gok, wp, wok)
-				}
-				if !gok && (wait <= 0 || wait > pol.ProbeInterval || ch == nil) {
-					t.Fatalf("seed %d step %d: refused with wait %v, channel %v", seed, step, wait, ch)
-				}
-				if gok {
-					running = append(running, attempt{gp})
-				}
-			case op < 8 && len(running) > 0: // an attempt ends
-				i := rng.IntN(len(running))
-				a := running[i]
-				running = slices.Delete(running, i, i+1)
-				o := success
-				if r := rng.Float64(); r < 0.05 {
-					o = neutral
-				} else if r < failP {
-					o = failure
-				}
-				got, want := b.report(now, a.probe, o), ref.report(now, a.probe, o)
-				if got != want {
-					t.Fatalf("seed %d step %d: report(probe %v, %v) = %v, want %v", seed, step, a.probe, o, got, want)
-				}
-				opens += boolN(got == becameOpen)
-				closes += boolN(got == becameClosed)
-			default: // time passes: within a bucket, or across windows
-				now = now.Add(time.Duration(rng.Int64N(int64(pol.Window) / 3)))
-			}
-			st := b.snapshot(now)
-			if st.Open != ref.open || b.openNow() != ref.open {
-				t.Fatalf("seed %d step %d: open %v (flag %v), want %v", seed, step, st.Open, b.openNow(), ref.open)
-			}
-			if !ref.open {
-				if c, f := ref.window(now); st.Calls != c || st.Failures != f {
-					t.Fatalf("seed %d step %d: window %d/%d, want %d/%d", seed, step, st.Failures, st.Calls, f, c)
-				}
-			}
-		}
-		if st := b.snapshot(now); st.Opens != int64(opens) {
-			t.Fatalf("seed %d: Opens %d, counted %d", seed, st.Opens, opens)
-		}
-		_ = closes
-	}
-}
 
 func boolN(b bool) int {
 	if b {
@@ -172,36 +29,38 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBreaker(pol)
+	b := newBreaker(pol, time.Minute)
 	now := time.Unix(1_700_000_000, 0)
 	for i, o := range []outcome{failure, success, failure} {
-		if tr := b.report(now, false, o); tr != stay {
+		if tr, _ := b.report(now, 0, o); tr != stay {
 			t.Fatalf("outcome %d: %v below MinCalls", i, tr)
 		}
 	}
-	if tr := b.report(now, false, failure); tr != becameOpen {
+	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
 		t.Fatalf("3 of 4 failed: %v, want opened", tr)
 	}
-	_, ok, wait, ch := b.allow(now)
-	if ok || wait != time.Second {
-		t.Fatalf("allow right after opening: ok %v wait %v", ok, wait)
+	a := b.allow(now)
+	if a.ok || a.wait != time.Second {
+		t.Fatalf("allow right after opening: %+v", a)
 	}
-	if tr := b.report(now, false, success); tr != stay {
+	ch := a.closed
+	if tr, _ := b.report(now, 0, success); tr != stay {
 		t.Fatalf("a success that is not a probe closed it: %v", tr)
 	}
 	now = now.Add(time.Second)
-	if probe, ok, _, _ := b.allow(now); !probe || !ok {
+	p1 := b.allow(now)
+	if p1.probe == 0 || !p1.ok {
 		t.Fatal("no probe after ProbeInterval")
 	}
-	if _, ok, _, _ := b.allow(now); ok {
+	if a := b.allow(now); a.ok {
 		t.Fatal("a second attempt admitted while the probe runs")
 	}
-	if tr := b.report(now, true, failure); tr != stay {
+	if tr, _ := b.report(now, p1.probe, failure); tr != stay {
 		t.Fatalf("failed probe: %v", tr)
 	}
 	now = now.Add(time.Second)
-	probe, _, _, _ := b.allow(now)
-	if tr := b.report(now, probe, success); tr != becameClosed {
+	p2 := b.allow(now)
+	if tr, _ := b.report(now, p2.probe, success); tr != becameClosed {
 		t.Fatalf("successful probe: %v, want closed", tr)
 	}
 	select {
@@ -209,8 +68,79 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 	default:
 		t.Fatal("waiters not woken on close")
 	}
-	if st := b.snapshot(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 {
+	if st := b.snapshot(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 || st.HungProbes != 0 {
 		t.Fatalf("stats after close: %+v", st)
+	}
+}
+
+// TestBreakerProbeGivenUpAsHung walks a hung probe: it holds the probe
+// until its limit, is then given up (counted as a failed probe, named
+// once), the next probe starts ProbeInterval later on another lane, and
+// the hung probe's late success neither closes the breaker nor frees the
+// probe that replaced it; a probe that returns only past its limit is
+// given up by its own report; after the breaker closed and opened again,
+// an old probe's report judges nothing.
+func TestBreakerProbeGivenUpAsHung(t *testing.T) {
+	const limit, interval = 10 * time.Second, time.Second
+	b := newBreaker(BreakerPolicy{Enabled: true, Window: time.Minute, FailureRatio: 0.5, MinCalls: 1, ProbeInterval: interval}, limit)
+	now := time.Unix(1_700_000_000, 0)
+	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
+		t.Fatal("not opened")
+	}
+	now = now.Add(interval)
+	p1 := b.allow(now)
+	if p1.probe == 0 {
+		t.Fatal("no probe")
+	}
+	started := now
+	if a := b.allow(started.Add(limit - 1)); a.ok || a.hung != 0 || a.wait != interval {
+		t.Fatalf("just before its limit: %+v", a)
+	}
+	if idle, hung := b.idle(started.Add(limit - 1)); idle || hung != 0 {
+		t.Fatalf("idle just before the limit: %v, hung %d", idle, hung)
+	}
+	if st := b.snapshot(started.Add(limit)); st.HungProbes != 1 {
+		t.Fatalf("Stats at the limit: HungProbes %d, want 1", st.HungProbes)
+	}
+	a := b.allow(started.Add(limit))
+	if a.ok || a.hung != p1.probe || a.wait != interval {
+		t.Fatalf("at the limit: %+v, want refused with the hung probe %d named, wait %v", a, p1.probe, interval)
+	}
+	if a := b.allow(started.Add(limit + interval/2)); a.ok || a.hung != 0 || a.wait != interval/2 {
+		t.Fatalf("half an interval later: %+v (a probe is named once)", a)
+	}
+	now = started.Add(limit + interval)
+	p2 := b.allow(now)
+	if !p2.ok || p2.probe == 0 || p2.probe == p1.probe {
+		t.Fatalf("ProbeInterval after the hung probe: %+v, want a new probe", p2)
+	}
+	if tr, hung := b.report(now, p1.probe, success); tr != stay || hung != 0 {
+		t.Fatalf("the hung probe's late success: %v (hung %d), want ignored", tr, hung)
+	}
+	if a := b.allow(now); a.ok {
+		t.Fatal("the hung probe's late report freed the running probe's place")
+	}
+	// p2 returns only past its own limit: its report gives it up.
+	now = now.Add(limit)
+	if tr, hung := b.report(now, p2.probe, success); tr != stay || hung != p2.probe {
+		t.Fatalf("a probe reporting past its limit: %v (hung %d), want stay, given up", tr, hung)
+	}
+	if a := b.allow(now); a.ok || a.wait != interval {
+		t.Fatalf("after the late probe: %+v, want the next probe ProbeInterval after its limit", a)
+	}
+	now = now.Add(interval)
+	p3 := b.allow(now)
+	if tr, _ := b.report(now, p3.probe, success); tr != becameClosed {
+		t.Fatalf("p3's success: %v, want closed", tr)
+	}
+	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
+		t.Fatal("not opened again")
+	}
+	if tr, _ := b.report(now, p1.probe, success); tr != stay {
+		t.Fatalf("a probe of the last opening judged this one: %v", tr)
+	}
+	if st := b.snapshot(now); !st.Open || st.Probes != 3 || st.HungProbes != 2 {
+		t.Fatalf("stats: %+v, want open, 3 probes, 2 hung", st)
 	}
 }
 
@@ -249,40 +179,43 @@ func TestBreakerObservability(t *testing.T) {
 	var logs syncBuffer
 	lg := zerolog.New(&logs)
 	cfg := Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", Logger: &lg,
-		MeterProvider: mp, Breaker: BreakerPolicy{Enabled: true, MinCalls: 3, ProbeInterval: time.Nanosecond}}
+		MeterProvider: mp, HandlerTimeout: 10 * time.Millisecond,
+		Breaker: BreakerPolicy{Enabled: true, MinCalls: 3, ProbeInterval: time.Nanosecond}}
 	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.workCtx = context.Background()
 	live := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	gauge := func() (open, opens, excused int64) {
+	metric := func() map[string]int64 {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatal(err)
 		}
+		out := map[string]int64{}
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
 				switch d := m.Data.(type) {
 				case metricdata.Gauge[int64]:
-					if m.Name == "lanes.consumer.breaker.open" {
-						open = d.DataPoints[0].Value
+					if strings.HasPrefix(m.Name, "lanes.consumer.breaker.") {
+						out[m.Name] = d.DataPoints[0].Value
 					}
 				case metricdata.Sum[int64]:
-					switch m.Name {
-					case "lanes.consumer.breaker.opens":
-						opens = d.DataPoints[0].Value
-					case "lanes.consumer.breaker.excused":
-						excused = d.DataPoints[0].Value
+					if strings.HasPrefix(m.Name, "lanes.consumer.breaker.") {
+						out[m.Name] = d.DataPoints[0].Value
 					}
 				}
 			}
 		}
-		return open, opens, excused
+		return out
+	}
+	gauge := func() (open, opens, excused int64) {
+		m := metric()
+		return m["lanes.consumer.breaker.open"], m["lanes.consumer.breaker.opens"], m["lanes.consumer.breaker.excused"]
 	}
 	down := errors.New("database down")
 	for i := 0; i < 3; i++ {
-		if excused := c.breakerReport(live, false, down); excused != (i == 2) {
+		if excused := c.breakerReport(live, 0, down); excused != (i == 2) {
 			t.Fatalf("failure %d: excused %v", i, excused)
 		}
 	}
@@ -299,7 +232,7 @@ func TestBreakerObservability(t *testing.T) {
 	}) {
 		t.Errorf("Health reasons %q", h.Reasons)
 	}
-	if c.breakerReport(live, false, Permanent(down)) {
+	if c.breakerReport(live, 0, Permanent(down)) {
 		t.Error("a permanent error was excused")
 	}
 	if !c.flow.wantsHold() || !strings.Contains(string(logs.Bytes()), "circuit breaker open") {
@@ -307,10 +240,10 @@ func TestBreakerObservability(t *testing.T) {
 	}
 	w := &work{p: live}
 	probe, _, ok := c.breakerWait(w)
-	if !probe || !ok {
+	if probe == 0 || !ok {
 		t.Fatalf("breakerWait after the probe interval: probe %v ok %v", probe, ok)
 	}
-	c.breakerReport(live, true, nil)
+	c.breakerReport(live, probe, nil)
 	if st := c.Stats().Breaker; st.Open || st.Probes != 1 {
 		t.Errorf("after a successful probe: %+v", st)
 	}
@@ -325,6 +258,38 @@ func TestBreakerObservability(t *testing.T) {
 			t.Errorf("closed breaker still in Health: %q", r)
 		}
 	}
+
+	// Open again; the probe hangs: the watchdog's tick past HandlerTimeout
+	// and its grace gives it up, names its record, counts it.
+	for i := 0; i < 3; i++ {
+		c.breakerReport(live, 0, down)
+	}
+	w = &work{p: w.p, rec: &kgoRecord{Topic: "t", Partition: 0, Offset: 42}, session: "chat-7"}
+	probe, _, ok = c.breakerWait(w)
+	if probe == 0 || !ok {
+		t.Fatalf("no probe after opening again: %v %v", probe, ok)
+	}
+	c.breakerIdle(time.Now().Add(time.Second))
+	if st := c.Stats().Breaker; !st.Open || st.HungProbes != 1 || st.Probes != 2 {
+		t.Errorf("after the probe was given up: %+v", st)
+	}
+	if n := metric()["lanes.consumer.breaker.hung_probes"]; n != 1 {
+		t.Errorf("breaker.hung_probes = %d, want 1", n)
+	}
+	line := ""
+	for _, l := range strings.Split(string(logs.Bytes()), "\n") {
+		if strings.Contains(l, "probe given up as hung") {
+			line = l
+		}
+	}
+	for _, want := range []string{`"topic":"t"`, `"partition":0`, `"offset":42`, `"session":"chat-7"`, `"level":"warn"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("hung probe warning %q lacks %s", line, want)
+		}
+	}
+	if c.breakerReport(live, probe, nil); !c.Stats().Breaker.Open {
+		t.Error("the hung probe's late success closed the breaker")
+	}
 }
 
 // TestBreakerIdleResumesFetching: an open breaker with no lane holding a
@@ -333,11 +298,11 @@ func TestBreakerObservability(t *testing.T) {
 // holds fetching again.
 func TestBreakerIdleResumesFetching(t *testing.T) {
 	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
-		MinCalls: 1, ProbeInterval: time.Hour})}
+		MinCalls: 1, ProbeInterval: time.Hour}, time.Minute)}
 	c.flow.holdFn = c.brk.wantsHold
 	lg := zerolog.Nop()
 	c.cfg.Logger, c.workCtx = &lg, context.Background()
-	c.breakerReport(newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil), false, errors.New("down"))
+	c.breakerReport(newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil), 0, errors.New("down"))
 	if !c.brk.openNow() || !c.flow.wantsHold() {
 		t.Fatal("not open and held after a failure with MinCalls 1")
 	}

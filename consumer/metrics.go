@@ -74,6 +74,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	brkOpen := g("lanes.consumer.breaker.open", "", "1 while the circuit breaker is open: fetching paused, lanes holding their records.")
 	brkOpens := ctr("lanes.consumer.breaker.opens", "Times the circuit breaker opened.")
 	brkExcused := ctr("lanes.consumer.breaker.excused", "Failed attempts not counted against their record's retry budget because the breaker was open.")
+	brkHung := ctr("lanes.consumer.breaker.hung_probes", "Probes given up as hung (running past HandlerTimeout plus its grace): counted as failed, the next probe runs on another lane.")
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +114,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 			o.ObserveInt64(brkOpen, boolInt(st.Breaker.Open), out.group)
 			o.ObserveInt64(brkOpens, st.Breaker.Opens, out.group)
 			o.ObserveInt64(brkExcused, st.Breaker.Excused, out.group)
+			o.ObserveInt64(brkHung, st.Breaker.HungProbes, out.group)
 		}
 		for reason, n := range st.DeadLetteredByReason {
 			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
@@ -120,7 +122,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		}
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
-		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused)
+		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused, brkHung)
 	return out, err
 }
 

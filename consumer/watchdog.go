@@ -9,6 +9,8 @@ import (
 // grace period (handlers that ignore their context), and stalled partitions
 // (stall.go). Their lanes keep waiting
 // for them (order is never given up), so the report is the operator's cue.
+// A circuit breaker probe past the same limit is given up as hung by the
+// breaker (breakerIdle), so that another lane probes.
 // It runs every half HandlerTimeout or quarter StallTimeout, within 10ms..1s.
 func (c *Consumer) watchdog(bg context.Context) {
 	every := min(max(min(c.cfg.HandlerTimeout/2, c.cfg.StallTimeout/4), 10*time.Millisecond), time.Second)
