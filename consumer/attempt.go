@@ -41,10 +41,10 @@ func (a *attemptCtx) Done() <-chan struct{} {
 	if a.done != nil {
 		return a.done
 	}
-	a.done = make(chan struct{})
 	if a.err == nil {
-		a.refreshLocked()
+		a.refreshLocked() // before done exists: only the error is set
 	}
+	a.done = make(chan struct{})
 	if a.err != nil {
 		a.closed = true
 		close(a.done)

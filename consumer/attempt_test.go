@@ -65,6 +65,39 @@ func TestAttemptCtxParentCancel(t *testing.T) {
 	}
 }
 
+// TestAttemptCtxDoneAfterEnd: the first call of Done comes after the
+// context ended (its parent cancelled by a revoke or the shutdown, or its
+// deadline passed while the handler computed): Done is closed, once.
+func TestAttemptCtxDoneAfterEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func() *attemptCtx
+		want error
+	}{
+		{"parent cancelled", func() *attemptCtx {
+			parent, cancel := context.WithCancel(context.Background())
+			cancel()
+			return newAttemptCtx(parent, time.Now(), time.Hour)
+		}, context.Canceled},
+		{"deadline passed", func() *attemptCtx {
+			return newAttemptCtx(context.Background(), time.Now().Add(-time.Second), time.Millisecond)
+		}, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.make()
+			defer a.release()
+			select {
+			case <-a.Done():
+			default:
+				t.Fatal("Done not closed")
+			}
+			if !errors.Is(a.Err(), tc.want) {
+				t.Fatalf("Err = %v, want %v", a.Err(), tc.want)
+			}
+		})
+	}
+}
+
 func BenchmarkAttemptCtx(b *testing.B) {
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()

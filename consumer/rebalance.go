@@ -19,7 +19,9 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	parts := c.own.assign(assigned, c.cfg.MaxBufferedRecords, c.flow.mark)
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
-	c.loadCommitted(ctx, cl, parts)
+	if _, stopping := c.stop.beganAt(); !stopping { // partitions assigned during a shutdown start fenced: nothing to read
+		c.loadCommitted(ctx, cl, parts)
+	}
 }
 
 // loadCommitted reads the group's committed offsets for newly assigned
@@ -122,10 +124,14 @@ func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]
 // owned, so a revoke finds them and waits for the same drain; its commit
 // then keeps the shutdown's deadline.
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
-	parts := c.own.lookup(revoked)
-	if len(parts) == 0 {
-		return
+	if parts := c.own.lookup(revoked); len(parts) > 0 {
+		c.revoke(ctx, parts)
+		c.flow.reset(cl, revoked)
 	}
+}
+
+// revoke drains parts (drainRevoked), commits and releases them.
+func (c *Consumer) revoke(ctx context.Context, parts []*partition) {
 	c.drainRevoked(ctx, parts)
 	cctx, cancel := context.WithDeadline(ctx, c.finalDeadline(time.Now()))
 	defer cancel()
@@ -134,7 +140,6 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 			Msg("revoke: final commit failed; the next owner redelivers what this member finished since its last commit")
 	}
 	c.own.release(parts)
-	c.flow.reset(cl, revoked)
 }
 
 // drainRevoked fences parts and waits for their running handlers: up to
