@@ -55,16 +55,21 @@ type partition struct {
 	movedAt time.Time // when the stall check last saw it move
 	stalled bool
 
-	dlqErr  string    // the last failed dead-letter write of a record held here
-	dlqHeld int64     // the offset it was for; -1 none
-	dlqAt   time.Time // when that write first failed
+	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
+}
+
+// dlqFail is a record whose dead-letter copy could not be written.
+type dlqFail struct {
+	offset int64
+	err    string    // the last write's error
+	at     time.Time // when its first write failed
 }
 
 func newPartition(k partKey, epoch uint64, max int, notify func(*partition)) *partition {
 	return &partition{
 		key: k, epoch: epoch, max: max, notify: notify, tr: newTracker(),
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
-		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(), dlqHeld: -1,
+		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
 	}
 }
 
@@ -130,6 +135,9 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 			run(i, seq)
 		}
 	}
+	if truncated > 0 {
+		p.forgetDLQLocked() // records retired by the truncation are done
+	}
 	p.unlock(p.settleLocked())
 	return filtered, prior, truncated
 }
@@ -154,6 +162,7 @@ func (p *partition) finish(seq uint64, done bool) {
 	p.mu.Lock()
 	if done {
 		p.tr.done(seq) // also while fenced: the drain commits it
+		p.forgetDLQLocked()
 	}
 	p.running--
 	if p.fenced && p.running == 0 {
@@ -169,6 +178,7 @@ func (p *partition) finish(seq uint64, done bool) {
 func (p *partition) markDone(seq uint64) {
 	p.mu.Lock()
 	p.tr.done(seq)
+	p.forgetDLQLocked()
 	close(p.marked)
 	p.marked = make(chan struct{})
 	p.unlock(p.settleLocked())
@@ -344,25 +354,37 @@ func (p *partition) head() (uint64, bool) {
 	return p.tr.head, p.tr.head < p.tr.tail
 }
 
-// dlqFailure records that the dead-letter copy of the record at offset could
-// not be written; it reports whether this is the first failure for it.
-func (p *partition) dlqFailure(offset int64, err error, now time.Time) bool {
+// dlqFailure records that the dead-letter copy of the record seq (at
+// offset) could not be written; it reports whether this is the first
+// failure for it. A record done meanwhile (handled, skipped, its copy
+// written by the other writer, retired by a truncation) holds nothing:
+// nothing is recorded.
+func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.dlqErr = err.Error()
-	if p.dlqHeld == offset {
+	if p.tr.isDone(seq) {
 		return false
 	}
-	p.dlqHeld, p.dlqAt = offset, now
-	return true
+	f, seen := p.dlqFails[seq]
+	if !seen {
+		f = dlqFail{offset: offset, at: now}
+	}
+	f.err = err.Error()
+	if p.dlqFails == nil {
+		p.dlqFails = map[uint64]dlqFail{}
+	}
+	p.dlqFails[seq] = f
+	return !seen
 }
 
-// dlqWritten clears the failure recorded for offset.
-func (p *partition) dlqWritten(offset int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dlqHeld == offset {
-		p.dlqHeld, p.dlqErr = -1, ""
+// forgetDLQLocked drops the failed dead-letter writes of records that are
+// done, by whatever path: a failure is reported only while its record
+// holds the partition. Called wherever records become done. p.mu held.
+func (p *partition) forgetDLQLocked() {
+	for seq := range p.dlqFails {
+		if p.tr.isDone(seq) {
+			delete(p.dlqFails, seq)
+		}
 	}
 }
 
@@ -373,7 +395,7 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
-		Draining: p.fenced, DeadLetterBlockedAt: p.dlqHeld, DeadLetterError: p.dlqErr, HeldAt: -1,
+		Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}
 	if held, ok := p.tr.heldBy(); ok {
 		ps.HeldAt = held
@@ -381,8 +403,10 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	if ps.Pending > 0 && p.lastWM == ps.Watermark {
 		ps.WatermarkAge = now.Sub(p.movedAt)
 	}
-	if p.dlqHeld >= 0 {
-		ps.DeadLetterBlockedFor = now.Sub(p.dlqAt)
+	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
+		if ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt {
+			ps.DeadLetterBlockedAt, ps.DeadLetterError, ps.DeadLetterBlockedFor = f.offset, f.err, now.Sub(f.at)
+		}
 	}
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)

@@ -95,9 +95,11 @@ type PartitionStats struct {
 	// it starts nothing more and waits for its running handlers.
 	Draining bool
 	// DeadLetterBlockedAt is the offset of a record held here because its
-	// dead-letter copy cannot be written (-1: none); DeadLetterError is the
-	// last error of that write and DeadLetterBlockedFor how long it has
-	// failed.
+	// dead-letter copy cannot be written (-1: none; the lowest such offset
+	// when several fail); DeadLetterError is the last error of that write
+	// and DeadLetterBlockedFor how long it has failed. They clear as soon
+	// as the record is done by any path: its copy written (by its lane or
+	// the stall skipper), its handler succeeding, skipped as stalled.
 	DeadLetterBlockedAt  int64
 	DeadLetterError      string
 	DeadLetterBlockedFor time.Duration

@@ -1,0 +1,176 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Readiness reasons shown set and then cleared through readyz, as a
+// Kubernetes probe sees them.
+
+// awaitReadyz polls readyz until ok accepts its answer; it returns the body.
+func awaitReadyz(t *testing.T, srv *httptest.Server, what string, ok func(code int, body string) bool) string {
+	t.Helper()
+	var body string
+	eventually(t, what, func() bool {
+		var code int
+		code, body = get(t, srv, "/readyz")
+		return ok(code, body)
+	})
+	return body
+}
+
+// ready accepts a 200 "ok".
+func ready(code int, body string) bool { return code == http.StatusOK && body == "ok\n" }
+
+// notReadyWith accepts a 503 whose body holds every one of parts.
+func notReadyWith(parts ...string) func(int, string) bool {
+	return func(code int, body string) bool {
+		if code != http.StatusServiceUnavailable {
+			return false
+		}
+		for _, p := range parts {
+			if !strings.Contains(body, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// topicNames maps the cluster's topic IDs to names (requests of recent
+// versions name topics by ID).
+func (e *env) topicNames() map[[16]byte]string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tds, err := kadm.NewClient(e.client()).ListTopics(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[[16]byte]string{}
+	for _, td := range tds {
+		out[td.ID] = td.Topic
+	}
+	return out
+}
+
+// failProduce answers every produce request to topic with code while the
+// returned switch is on.
+func (e *env) failProduce(topic string, code int16) *atomic.Bool {
+	names := e.topicNames()
+	var on atomic.Bool
+	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		if !on.Load() {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			if rt.Topic != topic && names[rt.TopicID] != topic {
+				return nil, nil, false
+			}
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	return &on
+}
+
+// TestReadyzDeadLetterFailing: while the DLQ refuses a poison record's copy
+// the consumer is not ready, naming the partition, the offset and the
+// broker's error; once the copy is written it is ready again.
+func TestReadyzDeadLetterFailing(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "ok|0", "a|0") // offsets 0, 1
+	refused := e.failProduce("dlq", kerr.TopicAuthorizationFailed.Code)
+	refused.Store(true)
+	c, err := New(e.config("g-readyz-dlq", "chats"), HandlerFunc(func(_ context.Context, m *Message) error {
+		if m.SessionID == "a" {
+			return Permanent(errors.New("poison"))
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	srv := httptest.NewServer(c.HealthHandler())
+	defer srv.Close()
+	awaitReadyz(t, srv, "dead-letter writes failing", notReadyWith(
+		"chats/0 dead-letter writes failing", "at offset 1", "TOPIC_AUTHORIZATION_FAILED"))
+	refused.Store(false)
+	awaitReadyz(t, srv, "ready once the copy is written", ready)
+	if st := c.Stats(); st.DeadLettered != 1 || st.Partitions[0].DeadLetterError != "" {
+		t.Fatalf("dead-lettered %d, partition %+v", st.DeadLettered, st.Partitions[0])
+	}
+}
+
+// TestReadyzDeadLetterSuperseded: with SkipStalled the stall skipper's DLQ
+// write fails, and then the stuck handler returns success: the record is
+// done, so the failed write holds nothing and the consumer is ready again,
+// although no dead-letter write ever succeeded.
+func TestReadyzDeadLetterSuperseded(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "a|0", "a|1") // offsets 0, 1
+	refused := e.failProduce("dlq", kerr.TopicAuthorizationFailed.Code)
+	refused.Store(true)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	handled := make(chan string, 2)
+	c, err := New(func() Config {
+		cfg := e.config("g-readyz-dlq-superseded", "chats")
+		cfg.StallTimeout, cfg.SkipStalled = 100*time.Millisecond, true
+		return cfg
+	}(), HandlerFunc(func(_ context.Context, m *Message) error {
+		if string(m.Record.Value) == "a|0" {
+			<-release // ignores its context, on purpose
+		}
+		handled <- string(m.Record.Value)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	srv := httptest.NewServer(c.HealthHandler())
+	defer srv.Close()
+	awaitReadyz(t, srv, "the skipper's write failing", notReadyWith(
+		"chats/0 stalled", "chats/0 dead-letter writes failing", "at offset 0"))
+	unblock() // the handler returns success: a|0 is done by its lane
+	for _, want := range []string{"a|0", "a|1"} {
+		select {
+		case got := <-handled:
+			if got != want {
+				t.Fatalf("handled %s, want %s", got, want)
+			}
+		case <-time.After(testTimeout):
+			t.Fatalf("%s never handled", want)
+		}
+	}
+	awaitReadyz(t, srv, "ready once the record is done", ready)
+	if st := c.Stats(); st.DeadLettered != 0 || st.Partitions[0].DeadLetterBlockedAt != -1 || st.Partitions[0].DeadLetterError != "" {
+		t.Fatalf("dead-lettered %d, partition %+v", st.DeadLettered, st.Partitions[0])
+	}
+}
