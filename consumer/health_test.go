@@ -98,8 +98,9 @@ func TestHealthStalled(t *testing.T) {
 	}
 }
 
-// TestHealthCommitsFailing: while commits fail the consumer is not ready,
-// with the error; once one succeeds it is ready again.
+// TestHealthCommitsFailing: while commit requests fail (the connection is
+// dropped: every partition of the request failed) readyz answers 503 naming
+// the partition and the error; once a commit succeeds it answers ok again.
 func TestHealthCommitsFailing(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	var failing atomic.Bool
@@ -116,13 +117,13 @@ func TestHealthCommitsFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
+	srv := httptest.NewServer(c.HealthHandler())
+	defer srv.Close()
 	e.produceValues("chats", "a|0")
-	eventually(t, "ready", func() bool { return c.Health().Ready })
+	awaitReadyz(t, srv, "ready", ready)
 	failing.Store(true)
 	e.produceValues("chats", "a|1") // moves the watermark: a commit is due
-	eventually(t, "commits reported failing", func() bool {
-		return strings.Contains(strings.Join(c.Health().Reasons, "\n"), "commits failing since")
-	})
+	awaitReadyz(t, srv, "commits reported failing", notReadyWith("commits failing for chats/0 since", "consumer: commit failed"))
 	failing.Store(false)
-	eventually(t, "ready again", func() bool { return c.Health().Ready })
+	awaitReadyz(t, srv, "ready again", ready)
 }

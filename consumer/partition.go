@@ -56,6 +56,9 @@ type partition struct {
 	stalled bool
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
+
+	commitErr  error     // the error of the last commit of this partition; nil after a success
+	commitFrom time.Time // when its commits started failing
 }
 
 // dlqFail is a record whose dead-letter copy could not be written.
@@ -278,29 +281,35 @@ type commitPoint struct {
 
 // toCommit returns what to commit, or false when the partition is
 // released or its last commit already says everything (metaMax 0: no
-// completed offsets in the metadata). The offset may also move down: after
-// a log truncation the watermark falls below the last commit.
+// completed offsets in the metadata); then no failed commit of it holds
+// anything back, and its failure is forgotten. The offset may also move
+// down: after a log truncation the watermark falls below the last commit.
 func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.released || p.tr.version == p.committedVersion {
+	if p.released {
 		return commitPoint{}, false
 	}
-	cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
-	if metaMax > 0 {
-		cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
-	}
-	if cp.offset < 0 || (cp.offset == p.committed && cp.meta == p.committedMeta) {
+	if p.tr.version != p.committedVersion {
+		cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
+		if metaMax > 0 {
+			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
+		}
+		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {
+			return cp, true
+		}
 		p.committedVersion = cp.version // the last commit already says all of it
-		return commitPoint{}, false
 	}
-	return cp, true
+	p.commitErr = nil
+	return commitPoint{}, false
 }
 
-// committedAt records a commit the broker acknowledged.
+// committedAt records a commit the broker acknowledged: an earlier failed
+// commit of the partition is superseded.
 func (p *partition) committedAt(cp commitPoint) {
 	p.mu.Lock()
 	p.committed, p.committedMeta, p.committedVersion = cp.offset, cp.meta, cp.version
+	p.commitErr = nil
 	p.mu.Unlock()
 }
 
@@ -388,6 +397,16 @@ func (p *partition) forgetDLQLocked() {
 	}
 }
 
+// commitFailed records that a commit of the partition failed.
+func (p *partition) commitFailed(err error, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.commitErr == nil {
+		p.commitFrom = now
+	}
+	p.commitErr = err
+}
+
 func (p *partition) stats(now time.Time) PartitionStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -407,6 +426,9 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		if ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt {
 			ps.DeadLetterBlockedAt, ps.DeadLetterError, ps.DeadLetterBlockedFor = f.offset, f.err, now.Sub(f.at)
 		}
+	}
+	if p.commitErr != nil {
+		ps.CommitError, ps.CommitFailingFor = p.commitErr.Error(), now.Sub(p.commitFrom)
 	}
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)

@@ -2,10 +2,13 @@ package consumer
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // admitOffsets fetches offsets into p and returns their sequence numbers.
@@ -90,5 +93,84 @@ func TestDeadLetterFailureTruncated(t *testing.T) {
 	}
 	if ps := p.stats(now); ps.DeadLetterBlockedAt != 1 {
 		t.Fatalf("blocked at %d, want 1", ps.DeadLetterBlockedAt)
+	}
+}
+
+// TestCommitFailureClears: a partition's failed commit is reported until a
+// commit of it succeeds, or it has nothing left to commit.
+func TestCommitFailureClears(t *testing.T) {
+	now := time.Now()
+	p := newPartition(partKey{"chats", 0}, 1, 1<<20, nil)
+	seqs := admitOffsets(p, 0)
+	p.finish(seqs[0], true)
+	cp, ok := p.toCommit(0)
+	if !ok {
+		t.Fatal("nothing to commit")
+	}
+	p.commitFailed(errors.New("first"), now.Add(-time.Minute))
+	p.commitFailed(errors.New("second"), now)
+	if ps := p.stats(now); ps.CommitError != "second" || ps.CommitFailingFor != time.Minute {
+		t.Fatalf("commit error %q for %v, want the last error, failing since the first", ps.CommitError, ps.CommitFailingFor)
+	}
+	p.committedAt(cp)
+	if ps := p.stats(now); ps.CommitError != "" {
+		t.Fatalf("commit error %q after a success", ps.CommitError)
+	}
+
+	p.commitFailed(errors.New("lost"), now)
+	if _, ok := p.toCommit(0); ok {
+		t.Fatal("a commit due although the last one says everything")
+	}
+	if ps := p.stats(now); ps.CommitError != "" {
+		t.Fatalf("commit error %q with nothing left to commit", ps.CommitError)
+	}
+}
+
+// TestCommitFailures: a request error fails every partition asked; a
+// response fails the partitions it gives an error, and those it does not
+// mention; v10+ responses name topics by ID only.
+func TestCommitFailures(t *testing.T) {
+	asked := map[partKey]string{{"chats", 0}: "", {"chats", 3}: "", {"other", 0}: ""}
+	f := commitFailures(nil, nil, errors.New("connection dropped"), asked)
+	if len(f) != 3 || !errors.Is(f[partKey{"chats", 3}], ErrCommit) || !strings.Contains(f[partKey{"other", 0}].Error(), "connection dropped") {
+		t.Fatalf("request error: %v", f)
+	}
+
+	id := [16]byte{1}
+	req := &kmsg.OffsetCommitRequest{Topics: []kmsg.OffsetCommitRequestTopic{{Topic: "chats", TopicID: id}, {Topic: "other"}}}
+	resp := &kmsg.OffsetCommitResponse{Topics: []kmsg.OffsetCommitResponseTopic{{TopicID: id, Partitions: []kmsg.OffsetCommitResponseTopicPartition{
+		{Partition: 0}, {Partition: 3, ErrorCode: kerr.TopicAuthorizationFailed.Code},
+	}}}}
+	f = commitFailures(req, resp, nil, asked)
+	if len(f) != 2 || !errors.Is(f[partKey{"chats", 3}], kerr.TopicAuthorizationFailed) || f[partKey{"other", 0}] == nil {
+		t.Fatalf("per-partition errors: %v; want chats/3 refused, other/0 unanswered", f)
+	}
+	err := commitError(f)
+	if !errors.Is(err, ErrCommit) || !strings.Contains(err.Error(), "chats partition 3") || !strings.Contains(err.Error(), "other partition 0") {
+		t.Fatalf("commit error %q does not name each partition", err)
+	}
+
+	resp.Topics[0].Partitions[1].ErrorCode = 0
+	resp.Topics = append(resp.Topics, kmsg.OffsetCommitResponseTopic{Topic: "other", Partitions: []kmsg.OffsetCommitResponseTopicPartition{{Partition: 0}}})
+	if f := commitFailures(req, resp, nil, asked); f != nil {
+		t.Fatalf("every partition acknowledged: %v", f)
+	}
+}
+
+// TestCommitReason: the reason names each failing partition, since when
+// the first fails, and each distinct error once.
+func TestCommitReason(t *testing.T) {
+	now := time.Date(2026, 11, 30, 22, 5, 0, 0, time.UTC)
+	parts := []PartitionStats{
+		{Topic: "chats", Partition: 0, CommitError: "consumer: commit failed: dropped", CommitFailingFor: 2 * time.Minute},
+		{Topic: "chats", Partition: 1},
+		{Topic: "chats", Partition: 3, CommitError: "consumer: commit failed: dropped", CommitFailingFor: time.Minute},
+	}
+	want := "commits failing for chats/0, chats/3 since 2026-11-30T22:03:00Z: consumer: commit failed: dropped"
+	if got := commitReason(parts, now); got != want {
+		t.Fatalf("reason %q\nwant   %q", got, want)
+	}
+	if got := commitReason(parts[1:2], now); got != "" {
+		t.Fatalf("reason %q with no failing partition", got)
 	}
 }

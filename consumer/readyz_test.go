@@ -17,7 +17,8 @@ import (
 )
 
 // Readiness reasons shown set and then cleared through readyz, as a
-// Kubernetes probe sees them.
+// Kubernetes probe sees them. The reqErr commit failure is in
+// health_test.go.
 
 // awaitReadyz polls readyz until ok accepts its answer; it returns the body.
 func awaitReadyz(t *testing.T, srv *httptest.Server, what string, ok func(code int, body string) bool) string {
@@ -86,6 +87,36 @@ func (e *env) failProduce(topic string, code int16) *atomic.Bool {
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	return &on
+}
+
+// failCommits answers the commits of member() that cover only topic with
+// code for each partition, while the returned switch is on.
+func (e *env) failCommits(topic string, member func() string, code int16) *atomic.Bool {
+	names := e.topicNames()
+	var on atomic.Bool
+	e.c.ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.OffsetCommitRequest)
+		if !on.Load() || req.MemberID != member() {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			if rt.Topic != topic && names[rt.TopicID] != topic {
+				return nil, nil, false
+			}
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = rp.Partition, code
 				st.Partitions = append(st.Partitions, sp)
 			}
@@ -173,4 +204,54 @@ func TestReadyzDeadLetterSuperseded(t *testing.T) {
 	if st := c.Stats(); st.DeadLettered != 0 || st.Partitions[0].DeadLetterBlockedAt != -1 || st.Partitions[0].DeadLetterError != "" {
 		t.Fatalf("dead-lettered %d, partition %+v", st.DeadLettered, st.Partitions[0])
 	}
+}
+
+// TestReadyzCommitFailureOfReleasedPartition: commits of one partition
+// fail; the partition is then revoked (its final commit fails too) and
+// released, and the partition left is quiet, so no commit request is made
+// again. The failure was about a partition no longer owned: the consumer
+// is ready.
+func TestReadyzCommitFailureOfReleasedPartition(t *testing.T) {
+	e := newEnv(t, 1, "chats", "other", "dlq")
+	var memberA atomic.Value
+	memberA.Store("")
+	refused := e.failCommits("other", func() string { return memberA.Load().(string) }, kerr.TopicAuthorizationFailed.Code)
+	cfg := e.config("g-readyz-commit-released", "chats", "other")
+	a, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	e.produceValues("chats", "a|0")
+	e.produceValues("other", "b|0")
+	eventually(t, "both partitions committed", func() bool {
+		ps := a.Stats().Partitions
+		return len(ps) == 2 && ps[0].Committed == 1 && ps[1].Committed == 1
+	})
+	srv := httptest.NewServer(a.HealthHandler())
+	defer srv.Close()
+	awaitReadyz(t, srv, "ready", ready)
+
+	id, _ := a.client.GroupMetadata()
+	memberA.Store(id)
+	refused.Store(true)
+	e.produceValues("other", "b|1") // a commit of other/0 is due, and fails
+	body := awaitReadyz(t, srv, "commits of other/0 failing", notReadyWith(
+		"commits failing for other/0 since", "TOPIC_AUTHORIZATION_FAILED"))
+	if strings.Contains(body, "chats/0") {
+		t.Fatalf("readyz names chats/0, whose commits succeed:\n%s", body)
+	}
+
+	// B subscribes to other only: the group moves other/0 to it.
+	bcfg := e.config("g-readyz-commit-released", "other")
+	b, err := New(bcfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, b)
+	eventually(t, "other/0 moved to B", func() bool {
+		ps := a.Stats().Partitions
+		return len(ps) == 1 && ps[0].Topic == "chats"
+	})
+	awaitReadyz(t, srv, "ready once the failing partition is released", ready)
 }
