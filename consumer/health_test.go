@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestHealthNotRunning(t *testing.T) {
 // TestHealthStalled: a ready consumer turns not ready while a record stalls
 // its partition; the reason, Stats and the debug endpoint name the
 // partition, the offset and the session holding it, and the session is the
-// hottest one.
+// hottest one. Once the handler returns, readyz answers ok again.
 func TestHealthStalled(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	release := make(chan struct{})
@@ -63,7 +64,9 @@ func TestHealthStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	defer close(release)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
 	eventually(t, "ready", func() bool { return c.Health().Ready })
 	srv := httptest.NewServer(c.HealthHandler())
 	defer srv.Close()
@@ -96,6 +99,8 @@ func TestHealthStalled(t *testing.T) {
 	if hot := dbg.Stats.HotSessions; len(hot) == 0 || hot[0].Session != "a" || hot[0].Depth != 3 || !hot[0].Running {
 		t.Fatalf("hot sessions %+v: want a first, 3 deep, running", hot)
 	}
+	unblock()
+	awaitReadyz(t, srv, "ready once the handler returned", ready)
 }
 
 // TestHealthCommitsFailing: while commit requests fail (the connection is

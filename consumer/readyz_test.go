@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Readiness reasons shown set and then cleared through readyz, as a
-// Kubernetes probe sees them. The reqErr commit failure is in
-// health_test.go.
+// Each readiness reason is shown set and then cleared through readyz, as a
+// Kubernetes probe sees it. The stalled partition and the reqErr commit
+// failure are in health_test.go.
 
 // awaitReadyz polls readyz until ok accepts its answer; it returns the body.
 func awaitReadyz(t *testing.T, srv *httptest.Server, what string, ok func(code int, body string) bool) string {
@@ -254,4 +254,35 @@ func TestReadyzCommitFailureOfReleasedPartition(t *testing.T) {
 		return len(ps) == 1 && ps[0].Topic == "chats"
 	})
 	awaitReadyz(t, srv, "ready once the failing partition is released", ready)
+}
+
+// TestReadyzBreakerOpen: while the handler's dependency is down the
+// breaker opens and the consumer is not ready; when a probe succeeds it
+// closes and the consumer is ready again.
+func TestReadyzBreakerOpen(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "a|0")
+	var down atomic.Bool
+	down.Store(true)
+	cfg := e.config("g-readyz-breaker", "chats")
+	cfg.Retry.Forever = true
+	cfg.Breaker = BreakerPolicy{Enabled: true, Window: time.Minute, MinCalls: 3, FailureRatio: 0.5, ProbeInterval: 20 * time.Millisecond}
+	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error {
+		if down.Load() {
+			return errDatabaseDown
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	srv := httptest.NewServer(c.HealthHandler())
+	defer srv.Close()
+	awaitReadyz(t, srv, "breaker open", notReadyWith("breaker open since", "attempts failed"))
+	down.Store(false)
+	awaitReadyz(t, srv, "ready once the breaker closed", ready)
+	if st := c.Stats(); st.Processed != 1 || st.DeadLettered != 0 || st.Breaker.Open {
+		t.Fatalf("processed %d, dead-lettered %d, breaker %+v", st.Processed, st.DeadLettered, st.Breaker)
+	}
 }
