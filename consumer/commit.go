@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -66,7 +68,8 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		return nil
 	}
 	start := time.Now()
-	var err error
+	var failed map[partKey]error
+	answered := false
 	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
 		for i := range req.Topics {
 			t := &req.Topics[i]
@@ -77,37 +80,85 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		}
 		return nil
 	})
-	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
-		err = commitError(resp, reqErr)
+	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
+		failed, answered = commitFailures(req, resp, reqErr, meta), true
 	})
+	if !answered {
+		failed = commitFailures(nil, nil, errors.New("the client gave no answer"), meta)
+	}
 	c.stats.commitNanos.Add(time.Since(start).Nanoseconds())
 	c.metrics.commitDone(time.Since(start))
-	if err != nil {
+	now := time.Now()
+	for p, cp := range points {
+		if err := failed[p.key]; err != nil {
+			p.commitFailed(err, now)
+		} else {
+			p.committedAt(cp)
+		}
+	}
+	if len(failed) > 0 {
 		c.stats.commitFailures.Add(1)
-		c.stats.commitFailed(err)
-		return err
+		return commitError(failed)
 	}
 	c.stats.commits.Add(1)
-	c.stats.commitFailed(nil)
-	for p, cp := range points {
-		p.committedAt(cp)
-	}
 	return nil
 }
 
-// commitError folds a commit's request error and per-partition errors into
-// one error naming each failed partition.
-func commitError(resp *kmsg.OffsetCommitResponse, reqErr error) error {
-	if reqErr != nil {
-		return fmt.Errorf("%w: %w", ErrCommit, reqErr)
+// commitFailures maps each partition asked of a commit (the keys of asked)
+// that the broker did not acknowledge to its error, wrapping ErrCommit: the
+// request's error for every one when the request failed as a whole, else
+// the broker's error for the partition. A partition the response does not
+// mention was not acknowledged either. Nil when every one was.
+func commitFailures(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error, asked map[partKey]string) map[partKey]error {
+	failed := map[partKey]error{}
+	if reqErr != nil || resp == nil {
+		if reqErr == nil {
+			reqErr = errors.New("no response")
+		}
+		for k := range asked {
+			failed[k] = fmt.Errorf("%w: %w", ErrCommit, reqErr)
+		}
+		return failed
 	}
-	var errs []error
+	names := map[[16]byte]string{} // v10+ responses name topics by ID
+	if req != nil {
+		for _, t := range req.Topics {
+			names[t.TopicID] = t.Topic
+		}
+	}
+	answered := map[partKey]bool{}
 	for _, t := range resp.Topics {
+		topic := t.Topic
+		if topic == "" {
+			topic = names[t.TopicID]
+		}
 		for _, p := range t.Partitions {
+			k := partKey{topic, p.Partition}
+			answered[k] = true
 			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-				errs = append(errs, fmt.Errorf("%w: %s partition %d: %w", ErrCommit, t.Topic, p.Partition, e))
+				failed[k] = fmt.Errorf("%w: %w", ErrCommit, e)
 			}
 		}
+	}
+	for k := range asked {
+		if !answered[k] {
+			failed[k] = fmt.Errorf("%w: the broker's answer does not mention the partition", ErrCommit)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// commitError is one error naming each partition of failed, sorted.
+func commitError(failed map[partKey]error) error {
+	keys := slices.SortedFunc(maps.Keys(failed), func(a, b partKey) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
+	errs := make([]error, 0, len(keys))
+	for _, k := range keys {
+		errs = append(errs, fmt.Errorf("%s partition %d: %w", k.topic, k.partition, failed[k]))
 	}
 	return errors.Join(errs...)
 }

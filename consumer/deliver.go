@@ -193,8 +193,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 		err := c.dlq.write(ctx, rec)
 		cancel()
 		if err == nil {
-			w.p.markDone(w.seq)
-			w.p.dlqWritten(w.rec.Offset)
+			w.p.markDone(w.seq) // also clears the partition's record of failed writes
 			c.stats.deadLettered(reason)
 			l := c.recordLog(span, w)
 			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
@@ -230,7 +229,7 @@ func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
 // returns the wait before the next try of a write that is not retriable.
 func (c *Consumer) reportDLQFailure(w *work, span trace.Span, err error) time.Duration {
 	c.stats.dlqFailures.Add(1)
-	first := w.p.dlqFailure(w.rec.Offset, err, time.Now())
+	first := w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
 	l := c.recordLog(span, w)
 	switch {
 	case !retriable(err) && first:

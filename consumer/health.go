@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,8 +16,10 @@ type Health struct {
 	// poison record stalls its next owner too).
 	Live bool `json:"live"`
 	// Ready: live, assigned by its group, and nothing holds it back: no
-	// stalled partition, no dead-letter write failing, commits succeeding,
-	// the circuit breaker closed.
+	// stalled partition, no dead-letter write failing for a record not
+	// done, the last commit of every owned partition acknowledged, the
+	// circuit breaker closed. Each reason clears as soon as what it names
+	// is over.
 	Ready bool `json:"ready"`
 	// Reasons lists what makes it not live or not ready, one line each,
 	// naming the partition, offset, session and since when.
@@ -53,11 +57,35 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 		h.Reasons = append(h.Reasons, fmt.Sprintf("breaker open since %s (%v), %d of %d attempts failed: fetching paused, probing every %v",
 			b.OpenedAt.UTC().Format(time.RFC3339), now.Sub(b.OpenedAt).Round(time.Second), b.Failures, b.Calls, c.cfg.Breaker.ProbeInterval))
 	}
-	if since, err := c.stats.commitFailing(); err != nil {
-		h.Reasons = append(h.Reasons, fmt.Sprintf("commits failing since %s: %v", since.UTC().Format(time.RFC3339), err))
+	if r := commitReason(st.Partitions, now); r != "" {
+		h.Reasons = append(h.Reasons, r)
 	}
 	h.Ready = h.Live && len(h.Reasons) == 0
 	return h
+}
+
+// commitReason names the owned partitions whose last commit failed, since
+// when the first of them fails, and their distinct errors; "" when none
+// fails. A partition's failure ends with a successful commit of it (or
+// with nothing left to commit); a released partition is not listed.
+func commitReason(parts []PartitionStats, now time.Time) string {
+	var names, errs []string
+	var longest time.Duration
+	for _, p := range parts {
+		if p.CommitError == "" {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+		longest = max(longest, p.CommitFailingFor)
+		if !slices.Contains(errs, p.CommitError) {
+			errs = append(errs, p.CommitError)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("commits failing for %s since %s: %s", strings.Join(names, ", "),
+		now.Add(-longest).UTC().Format(time.RFC3339), strings.Join(errs, "; "))
 }
 
 // HealthHandler serves the consumer's health for probes and people:

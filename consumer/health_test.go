@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestHealthNotRunning(t *testing.T) {
 // TestHealthStalled: a ready consumer turns not ready while a record stalls
 // its partition; the reason, Stats and the debug endpoint name the
 // partition, the offset and the session holding it, and the session is the
-// hottest one.
+// hottest one. Once the handler returns, readyz answers ok again.
 func TestHealthStalled(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	release := make(chan struct{})
@@ -63,7 +64,9 @@ func TestHealthStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	defer close(release)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
 	eventually(t, "ready", func() bool { return c.Health().Ready })
 	srv := httptest.NewServer(c.HealthHandler())
 	defer srv.Close()
@@ -96,10 +99,13 @@ func TestHealthStalled(t *testing.T) {
 	if hot := dbg.Stats.HotSessions; len(hot) == 0 || hot[0].Session != "a" || hot[0].Depth != 3 || !hot[0].Running {
 		t.Fatalf("hot sessions %+v: want a first, 3 deep, running", hot)
 	}
+	unblock()
+	awaitReadyz(t, srv, "ready once the handler returned", ready)
 }
 
-// TestHealthCommitsFailing: while commits fail the consumer is not ready,
-// with the error; once one succeeds it is ready again.
+// TestHealthCommitsFailing: while commit requests fail (the connection is
+// dropped: every partition of the request failed) readyz answers 503 naming
+// the partition and the error; once a commit succeeds it answers ok again.
 func TestHealthCommitsFailing(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	var failing atomic.Bool
@@ -116,13 +122,13 @@ func TestHealthCommitsFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
+	srv := httptest.NewServer(c.HealthHandler())
+	defer srv.Close()
 	e.produceValues("chats", "a|0")
-	eventually(t, "ready", func() bool { return c.Health().Ready })
+	awaitReadyz(t, srv, "ready", ready)
 	failing.Store(true)
 	e.produceValues("chats", "a|1") // moves the watermark: a commit is due
-	eventually(t, "commits reported failing", func() bool {
-		return strings.Contains(strings.Join(c.Health().Reasons, "\n"), "commits failing since")
-	})
+	awaitReadyz(t, srv, "commits reported failing", notReadyWith("commits failing for chats/0 since", "consumer: commit failed"))
 	failing.Store(false)
-	eventually(t, "ready again", func() bool { return c.Health().Ready })
+	awaitReadyz(t, srv, "ready again", ready)
 }

@@ -63,9 +63,17 @@ type partition struct {
 	movedAt time.Time // when the stall check last saw it move
 	stalled bool
 
-	dlqErr  string    // the last failed dead-letter write of a record held here
-	dlqHeld int64     // the offset it was for; -1 none
-	dlqAt   time.Time // when that write first failed
+	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
+
+	commitErr  error     // the error of the last commit of this partition; nil after a success
+	commitFrom time.Time // when its commits started failing
+}
+
+// dlqFail is a record whose dead-letter copy could not be written.
+type dlqFail struct {
+	offset int64
+	err    string    // the last write's error
+	at     time.Time // when its first write failed
 }
 
 // newPartition makes the state of one assignment; its attempts run under a
@@ -76,7 +84,7 @@ func newPartition(work context.Context, k partKey, epoch uint64, max int, notify
 		key: k, epoch: epoch, max: max, notify: notify, tr: newTracker(),
 		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
-		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(), dlqHeld: -1,
+		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
 	}
 }
 
@@ -142,6 +150,9 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 			run(i, seq)
 		}
 	}
+	if truncated > 0 {
+		p.forgetDLQLocked() // records retired by the truncation are done
+	}
 	p.unlock(p.settleLocked())
 	return filtered, prior, truncated
 }
@@ -166,6 +177,7 @@ func (p *partition) finish(seq uint64, done bool) {
 	p.mu.Lock()
 	if done {
 		p.tr.done(seq) // also while fenced: the drain commits it
+		p.forgetDLQLocked()
 	}
 	p.running--
 	if p.fenced && p.running == 0 {
@@ -181,6 +193,7 @@ func (p *partition) finish(seq uint64, done bool) {
 func (p *partition) markDone(seq uint64) {
 	p.mu.Lock()
 	p.tr.done(seq)
+	p.forgetDLQLocked()
 	close(p.marked)
 	p.marked = make(chan struct{})
 	p.unlock(p.settleLocked())
@@ -301,29 +314,35 @@ type commitPoint struct {
 
 // toCommit returns what to commit, or false when the partition is
 // released or its last commit already says everything (metaMax 0: no
-// completed offsets in the metadata). The offset may also move down: after
-// a log truncation the watermark falls below the last commit.
+// completed offsets in the metadata); then no failed commit of it holds
+// anything back, and its failure is forgotten. The offset may also move
+// down: after a log truncation the watermark falls below the last commit.
 func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.released || p.tr.version == p.committedVersion {
+	if p.released {
 		return commitPoint{}, false
 	}
-	cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
-	if metaMax > 0 {
-		cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
-	}
-	if cp.offset < 0 || (cp.offset == p.committed && cp.meta == p.committedMeta) {
+	if p.tr.version != p.committedVersion {
+		cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
+		if metaMax > 0 {
+			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
+		}
+		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {
+			return cp, true
+		}
 		p.committedVersion = cp.version // the last commit already says all of it
-		return commitPoint{}, false
 	}
-	return cp, true
+	p.commitErr = nil
+	return commitPoint{}, false
 }
 
-// committedAt records a commit the broker acknowledged.
+// committedAt records a commit the broker acknowledged: an earlier failed
+// commit of the partition is superseded.
 func (p *partition) committedAt(cp commitPoint) {
 	p.mu.Lock()
 	p.committed, p.committedMeta, p.committedVersion = cp.offset, cp.meta, cp.version
+	p.commitErr = nil
 	p.mu.Unlock()
 }
 
@@ -377,26 +396,48 @@ func (p *partition) head() (uint64, bool) {
 	return p.tr.head, p.tr.head < p.tr.tail
 }
 
-// dlqFailure records that the dead-letter copy of the record at offset could
-// not be written; it reports whether this is the first failure for it.
-func (p *partition) dlqFailure(offset int64, err error, now time.Time) bool {
+// dlqFailure records that the dead-letter copy of the record seq (at
+// offset) could not be written; it reports whether this is the first
+// failure for it. A record done meanwhile (handled, skipped, its copy
+// written by the other writer, retired by a truncation) holds nothing:
+// nothing is recorded.
+func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.dlqErr = err.Error()
-	if p.dlqHeld == offset {
+	if p.tr.isDone(seq) {
 		return false
 	}
-	p.dlqHeld, p.dlqAt = offset, now
-	return true
+	f, seen := p.dlqFails[seq]
+	if !seen {
+		f = dlqFail{offset: offset, at: now}
+	}
+	f.err = err.Error()
+	if p.dlqFails == nil {
+		p.dlqFails = map[uint64]dlqFail{}
+	}
+	p.dlqFails[seq] = f
+	return !seen
 }
 
-// dlqWritten clears the failure recorded for offset.
-func (p *partition) dlqWritten(offset int64) {
+// forgetDLQLocked drops the failed dead-letter writes of records that are
+// done, by whatever path: a failure is reported only while its record
+// holds the partition. Called wherever records become done. p.mu held.
+func (p *partition) forgetDLQLocked() {
+	for seq := range p.dlqFails {
+		if p.tr.isDone(seq) {
+			delete(p.dlqFails, seq)
+		}
+	}
+}
+
+// commitFailed records that a commit of the partition failed.
+func (p *partition) commitFailed(err error, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.dlqHeld == offset {
-		p.dlqHeld, p.dlqErr = -1, ""
+	if p.commitErr == nil {
+		p.commitFrom = now
 	}
+	p.commitErr = err
 }
 
 func (p *partition) stats(now time.Time) PartitionStats {
@@ -406,7 +447,7 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
-		Draining: p.fenced, DeadLetterBlockedAt: p.dlqHeld, DeadLetterError: p.dlqErr, HeldAt: -1,
+		Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}
 	if held, ok := p.tr.heldBy(); ok {
 		ps.HeldAt = held
@@ -414,8 +455,13 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	if ps.Pending > 0 && p.lastWM == ps.Watermark {
 		ps.WatermarkAge = now.Sub(p.movedAt)
 	}
-	if p.dlqHeld >= 0 {
-		ps.DeadLetterBlockedFor = now.Sub(p.dlqAt)
+	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
+		if ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt {
+			ps.DeadLetterBlockedAt, ps.DeadLetterError, ps.DeadLetterBlockedFor = f.offset, f.err, now.Sub(f.at)
+		}
+	}
+	if p.commitErr != nil {
+		ps.CommitError, ps.CommitFailingFor = p.commitErr.Error(), now.Sub(p.commitFrom)
 	}
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)

@@ -91,12 +91,15 @@ func (c *Consumer) skipStalled(bg context.Context, w *work, l *lane) {
 	defer cancel()
 	if err := c.dlq.write(ctx, rec); err != nil {
 		c.stats.dlqFailures.Add(1)
-		w.p.dlqFailure(w.rec.Offset, err, time.Now())
-		c.log().Error().Err(err).Int64("offset", w.rec.Offset).Msg("stalled record: dead-letter write failed; will retry")
+		ev := c.log().Debug()
+		if w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now()) {
+			ev = c.log().Error() // once per record, like a lane's failed write
+		}
+		ev.Err(err).Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).Int64("offset", w.rec.Offset).
+			Str("dlq", c.cfg.DeadLetterTopic).Msg("stalled record: dead-letter write failed; will retry at the next stall check")
 		return
 	}
 	w.p.markDone(w.seq)
-	w.p.dlqWritten(w.rec.Offset)
 	c.stats.deadLettered(ReasonStalled)
 	if l != nil {
 		if ref := l.span.Load(); ref != nil && l.cur.Load() == w {

@@ -99,12 +99,19 @@ type PartitionStats struct {
 	// it starts nothing more and waits for its running handlers.
 	Draining bool
 	// DeadLetterBlockedAt is the offset of a record held here because its
-	// dead-letter copy cannot be written (-1: none); DeadLetterError is the
-	// last error of that write and DeadLetterBlockedFor how long it has
-	// failed.
+	// dead-letter copy cannot be written (-1: none; the lowest such offset
+	// when several fail); DeadLetterError is the last error of that write
+	// and DeadLetterBlockedFor how long it has failed. They clear as soon
+	// as the record is done by any path: its copy written (by its lane or
+	// the stall skipper), its handler succeeding, skipped as stalled.
 	DeadLetterBlockedAt  int64
 	DeadLetterError      string
 	DeadLetterBlockedFor time.Duration
+	// CommitError is the error of this partition's last commit when it
+	// failed ("" once a commit of it succeeds, or it has nothing left to
+	// commit), and CommitFailingFor how long its commits have failed.
+	CommitError      string
+	CommitFailingFor time.Duration
 	// WatermarkAge is how long the watermark has not moved while records
 	// are pending (0 when nothing is pending). Sampled by the watchdog, so
 	// accurate to its interval (at most a second).
@@ -131,28 +138,6 @@ type counters struct {
 	dlqMu    sync.Mutex
 	dlq      int64
 	dlqByWhy map[string]int64
-
-	commitMu       sync.Mutex
-	lastCommitErr  error     // the last commit's error; nil after a success
-	lastCommitFrom time.Time // when commits started failing
-}
-
-// commitFailed records the outcome of a commit: err nil for a success.
-func (s *counters) commitFailed(err error) {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	if err != nil && s.lastCommitErr == nil {
-		s.lastCommitFrom = time.Now()
-	}
-	s.lastCommitErr = err
-}
-
-// commitFailing returns since when commits fail and the last commit
-// error, or a nil error.
-func (s *counters) commitFailing() (time.Time, error) {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	return s.lastCommitFrom, s.lastCommitErr
 }
 
 func (s *counters) deadLettered(reason string) {
