@@ -219,7 +219,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 // next owner runs it again.
 func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
 	c.stats.dlqFailures.Add(1)
-	w.p.dlqFailure(w.rec.Offset, err, time.Now())
+	w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
 	l := c.recordLog(span, w)
 	l.Warn().Err(err).Str("dlq", c.cfg.DeadLetterTopic).
 		Msg("dead-letter write failed while the partition is given up (revoke or shutdown): the record is left undone; its next owner runs it again")

@@ -287,7 +287,12 @@ func (p *partition) isDrained() bool {
 func (p *partition) deadLetterBlocked() (offset int64, since time.Time, err string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.dlqHeld, p.dlqAt, p.dlqErr, p.dlqHeld >= 0
+	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
+		if !ok || f.offset < offset {
+			offset, since, err, ok = f.offset, f.at, f.err, true
+		}
+	}
+	return offset, since, err, ok
 }
 
 // fetchState is the fetch state the flow controller should apply; active is

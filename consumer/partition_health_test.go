@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestDeadLetterFailureClearsWhenDone(t *testing.T) {
 		{"dead-lettered by the other writer", func(p *partition, seq uint64) { p.markDone(seq) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPartition(partKey{"chats", 0}, 1, 1<<20, nil)
+			p := newPartition(context.Background(), partKey{"chats", 0}, 1, 1<<20, nil)
 			seqs := admitOffsets(p, 0, 1, 2)
 			if !p.dlqFailure(seqs[2], 2, down, now) || p.dlqFailure(seqs[2], 2, down, now) {
 				t.Fatal("first / repeated failure of offset 2 not told apart")
@@ -79,7 +80,7 @@ func TestDeadLetterFailureClearsWhenDone(t *testing.T) {
 // one (another sequence number): the old failure is gone, and a failure of
 // the new record is its first.
 func TestDeadLetterFailureTruncated(t *testing.T) {
-	p := newPartition(partKey{"chats", 0}, 1, 1<<20, nil)
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 1<<20, nil)
 	now := time.Now()
 	old := admitOffsets(p, 0, 1, 2)
 	p.finish(old[0], true)
@@ -100,7 +101,7 @@ func TestDeadLetterFailureTruncated(t *testing.T) {
 // commit of it succeeds, or it has nothing left to commit.
 func TestCommitFailureClears(t *testing.T) {
 	now := time.Now()
-	p := newPartition(partKey{"chats", 0}, 1, 1<<20, nil)
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 1<<20, nil)
 	seqs := admitOffsets(p, 0)
 	p.finish(seqs[0], true)
 	cp, ok := p.toCommit(0)
