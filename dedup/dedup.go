@@ -131,23 +131,52 @@ func (d *Dedup) Middleware(next consumer.Handler) consumer.Handler {
 			return err
 		}
 		d.ran.Add(1)
-		herr := next.Handle(ctx, m)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
-		defer cancel()
-		if herr != nil {
-			if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
-				d.markEr.Add(1) // the claim expires by itself
-			}
-			return herr
-		}
-		if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
-			// The effect is applied: failing the attempt would run it
-			// again once the claim expires. Succeed; only a redelivery
-			// (a crash before the commit) can repeat it.
-			d.markEr.Add(1)
-		}
-		return nil
+		return d.run(ctx, next, m, id, token)
 	})
+}
+
+// run calls next under the claim on id and settles it: marked done when
+// next succeeds, released when it fails or panics. A panic goes on to the
+// consumer (which counts it and retries) with the claim already released:
+// left behind, it would hold the retry until ClaimTTL.
+func (d *Dedup) run(ctx context.Context, next consumer.Handler, m *consumer.Message, id, token string) error {
+	returned := false
+	defer func() {
+		if !returned { // a panic (or runtime.Goexit) unwinds through here
+			d.release(ctx, id, token)
+		}
+	}()
+	herr := next.Handle(ctx, m)
+	returned = true
+	if herr != nil {
+		d.release(ctx, id, token)
+		return herr
+	}
+	mctx, cancel := d.markCtx(ctx)
+	defer cancel()
+	if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
+		// The effect is applied: failing the attempt would run it
+		// again once the claim expires. Succeed; only a redelivery
+		// (a crash before the commit) can repeat it.
+		d.markEr.Add(1)
+	}
+	return nil
+}
+
+// release drops the claim on id after its handler failed, so that the
+// retry, or a replay from the dead-letter topic, runs it at once.
+func (d *Dedup) release(ctx context.Context, id, token string) {
+	mctx, cancel := d.markCtx(ctx)
+	defer cancel()
+	if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
+		d.markEr.Add(1) // the claim expires by itself
+	}
+}
+
+// markCtx bounds a mark or a release by MarkTimeout, even after the
+// attempt's context ended.
+func (d *Dedup) markCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
 }
 
 // claim claims id, waiting while another holds it; it returns Claimed or

@@ -17,8 +17,9 @@
 //
 //   - not known, or a claim that expired: claimed; the handler runs. On
 //     success the event is marked done; on an error (retried or permanent)
-//     the claim is released, so the next attempt, or a replay from the
-//     dead-letter topic, runs it again.
+//     or a panic the claim is released, so the next attempt, or a replay
+//     from the dead-letter topic, runs it again at once. A panic goes on to
+//     the consumer with its own value, which counts it and retries.
 //   - done: the handler is skipped, the attempt succeeds and is counted in
 //     [Stats].Skipped.
 //   - claimed by another attempt that has not expired (a member that

@@ -16,8 +16,8 @@
 // and commits both together. The effect and the mark commit or roll back
 // as one, so the handler's writes are applied exactly once per event ID:
 // never twice (a redelivery finds the mark and skips), and never lost (a
-// failure rolls both back and the consumer retries; lanes never drops a
-// record). Effects outside the transaction (an HTTP call, a Kafka send)
+// failure or a panic rolls both back and the consumer retries; lanes never
+// drops a record). Effects outside the transaction (an HTTP call, a Kafka send)
 // keep the at-least-once guarantee. Do not use the middleware and a
 // TxHandler for the same group: the transaction ignores claims.
 //

@@ -183,3 +183,61 @@ func TestConnect(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestTxPanic: a TxFunc that panics after its write: the transaction rolls
+// back (no write, no mark, its connection back in the pool), the panic
+// reaches the caller with its own value, and the retry runs at once.
+func TestTxPanic(t *testing.T) {
+	const app = "lanes-test-tx-panic"
+	dsn := storetest.Server(t, "LANES_POSTGRES_DSN", "PostgreSQL")
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store(t, p)
+	table := effects(t, p)
+	type boom struct{}
+	calls := 0
+	h := s.TxHandler(fmt.Sprintf("panic-%d", time.Now().UnixNano()), func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (event_id) VALUES ($1)`, m.EventID); err != nil {
+			return err
+		}
+		if calls++; calls == 1 {
+			panic(boom{})
+		}
+		return nil
+	})
+	func() {
+		defer func() {
+			if r := recover(); r != (boom{}) {
+				t.Errorf("recovered %v, want the handler's panic value", r)
+			}
+		}()
+		_ = h.Handle(context.Background(), message("e1"))
+	}()
+	if n := p.Stat().AcquiredConns(); n != 0 {
+		// End the open transaction's session, so that dropping the
+		// effects table does not wait for its lock; the pool stays open
+		// (closing it would wait for the leaked connection forever).
+		_, _ = p.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = $1 AND pid <> pg_backend_pid()`, app)
+		t.Fatalf("%d connections still held after the panic: the transaction was not rolled back", n)
+	}
+	defer p.Close()
+	if n := count(t, p, table, "e1"); n != 0 {
+		t.Fatalf("the panicked attempt's write is visible (%d rows)", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Handle(ctx, message("e1")); err != nil {
+		t.Fatalf("retry after the panic: %v", err)
+	}
+	if n := count(t, p, table, "e1"); n != 1 || calls != 2 {
+		t.Fatalf("%d rows after %d calls; want 1 row, 2 calls", n, calls)
+	}
+}

@@ -28,7 +28,8 @@ type TxHandler struct {
 // by group and dedup.EventKey) in one transaction. An error from fn rolls
 // both back and is returned as it is (retried, or dead-lettered when
 // consumer.Permanent); a failure to begin, mark or commit wraps
-// dedup.ErrStore (retried).
+// dedup.ErrStore (retried). A panic in fn rolls both back and goes on to
+// the consumer, which counts it and retries.
 func (s *Store) TxHandler(group string, fn TxFunc) *TxHandler {
 	return &TxHandler{s: s, group: group, fn: fn}
 }
@@ -40,16 +41,20 @@ func (h *TxHandler) Handle(ctx context.Context, m *consumer.Message) (err error)
 	if err != nil {
 		return fmt.Errorf("%w: begin: %w", dedup.ErrStore, err)
 	}
+	// Roll back unless committed: after an error, a skip, or a panic in fn
+	// (which goes on to the consumer), so that neither the connection nor
+	// the lock on the mark's row outlives the attempt. Rollback after
+	// Commit does nothing.
 	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dedup.DefaultMarkTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
 	}()
 	var marked bool
 	err = tx.QueryRow(ctx, h.s.markDone(), h.group, id, micros(h.s.cfg.DoneTTL)).Scan(&marked)
 	if errors.Is(err, pgx.ErrNoRows) { // done: a committed transaction applied it
 		h.skipped.Add(1)
-		return tx.Rollback(ctx)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%w: mark %s/%s: %w", dedup.ErrStore, h.group, id, err)
