@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +32,13 @@ type Config struct {
 	// succeeded, and releasing the claim after it failed; both run even
 	// when the attempt's context has ended. Default: [DefaultMarkTimeout].
 	MarkTimeout time.Duration
-	// Key returns the event ID to deduplicate on. Default: [EventKey].
+	// Key returns the event ID to deduplicate on, or "" when the message
+	// has none: NoEventID then decides. Default: [EventKey].
 	Key func(*consumer.Message) string
+	// NoEventID is what happens to a message without a key. Default (the
+	// zero value): [RefuseNoEventID], a permanent error wrapping
+	// [ErrNoEventID] that sends it to the dead-letter topic.
+	NoEventID NoEventIDPolicy
 }
 
 // Defaults applied by New to zero fields.
@@ -60,6 +64,15 @@ type Stats struct {
 	// failure, whose release) the store refused; a redelivery of such an
 	// event runs it again once its claim expires.
 	MarkErrors int64
+	// Refused: attempts failed with ErrNoEventID (RefuseNoEventID): the
+	// message had no key; the handler was not called.
+	Refused int64
+	// RanWithoutDedup: attempts of messages without a key that called the
+	// handler with no claim (RunWithoutDedup).
+	RanWithoutDedup int64
+	// KeyedByPosition: attempts of messages without a key keyed by
+	// PositionKey (KeyByPosition); they count in Ran or Skipped too.
+	KeyedByPosition int64
 }
 
 // Dedup is the middleware: see the package documentation for the protocol
@@ -67,6 +80,7 @@ type Stats struct {
 type Dedup struct {
 	cfg                                    Config
 	ran, skipped, waited, storeErr, markEr atomic.Int64
+	refused, unguarded, byPosition         atomic.Int64
 }
 
 // New returns a Dedup over cfg.Store. It returns an error wrapping
@@ -98,56 +112,109 @@ func New(cfg Config) (*Dedup, error) {
 			*f.v = f.def
 		}
 	}
+	if !cfg.NoEventID.Valid() {
+		return bad("NoEventID", "unknown policy %d: use RefuseNoEventID, RunWithoutDedup or KeyByPosition", int(cfg.NoEventID))
+	}
 	if cfg.Key == nil {
 		cfg.Key = EventKey
 	}
 	return &Dedup{cfg: cfg}, nil
 }
 
-// EventKey is the default Config.Key: the message's event ID, or
-// "topic/partition@offset" for a message without one.
-func EventKey(m *consumer.Message) string {
-	if m.EventID != "" {
-		return m.EventID
-	}
-	r := m.Record
-	return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10)
-}
+// EventKey is the default Config.Key: the message's event ID (its
+// lanes-event-id header), or "" for a message without one, which
+// Config.NoEventID then decides about. It never keys a message by its
+// offset: offsets are reused (see [NoEventIDPolicy]).
+func EventKey(m *consumer.Message) string { return m.EventID }
 
 // Stats returns the counts so far.
 func (d *Dedup) Stats() Stats {
 	return Stats{Ran: d.ran.Load(), Skipped: d.skipped.Load(), Waited: d.waited.Load(),
-		StoreErrors: d.storeErr.Load(), MarkErrors: d.markEr.Load()}
+		StoreErrors: d.storeErr.Load(), MarkErrors: d.markEr.Load(),
+		Refused: d.refused.Load(), RanWithoutDedup: d.unguarded.Load(), KeyedByPosition: d.byPosition.Load()}
 }
 
 // Middleware wraps next so that it runs once per event ID; it is a
 // consumer.Middleware.
 func (d *Dedup) Middleware(next consumer.Handler) consumer.Handler {
 	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
-		id := d.cfg.Key(m)
+		id, err := d.key(m)
+		if err != nil {
+			return err
+		}
+		if id == "" { // RunWithoutDedup
+			return next.Handle(ctx, m)
+		}
 		token := newToken()
 		st, err := d.claim(ctx, id, token)
 		if err != nil || st == Done {
 			return err
 		}
 		d.ran.Add(1)
-		herr := next.Handle(ctx, m)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
-		defer cancel()
-		if herr != nil {
-			if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
-				d.markEr.Add(1) // the claim expires by itself
-			}
-			return herr
-		}
-		if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
-			// The effect is applied: failing the attempt would run it
-			// again once the claim expires. Succeed; only a redelivery
-			// (a crash before the commit) can repeat it.
-			d.markEr.Add(1)
-		}
-		return nil
+		return d.run(ctx, next, m, id, token)
 	})
+}
+
+// key returns m's key: Config.Key's, or what NoEventID makes of a message
+// without one ("" to run it without dedup, or the refusal).
+func (d *Dedup) key(m *consumer.Message) (string, error) {
+	if id := d.cfg.Key(m); id != "" {
+		return id, nil
+	}
+	id, err := d.cfg.NoEventID.Key(m)
+	switch {
+	case err != nil:
+		d.refused.Add(1)
+	case id == "":
+		d.unguarded.Add(1)
+	default:
+		d.byPosition.Add(1)
+	}
+	return id, err
+}
+
+// run calls next under the claim on id and settles it: marked done when
+// next succeeds, released when it fails or panics. A panic goes on to the
+// consumer (which counts it and retries) with the claim already released:
+// left behind, it would hold the retry until ClaimTTL.
+func (d *Dedup) run(ctx context.Context, next consumer.Handler, m *consumer.Message, id, token string) error {
+	returned := false
+	defer func() {
+		if !returned { // a panic (or runtime.Goexit) unwinds through here
+			d.release(ctx, id, token)
+		}
+	}()
+	herr := next.Handle(ctx, m)
+	returned = true
+	if herr != nil {
+		d.release(ctx, id, token)
+		return herr
+	}
+	mctx, cancel := d.markCtx(ctx)
+	defer cancel()
+	if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
+		// The effect is applied: failing the attempt would run it
+		// again once the claim expires. Succeed; only a redelivery
+		// (a crash before the commit) can repeat it.
+		d.markEr.Add(1)
+	}
+	return nil
+}
+
+// release drops the claim on id after its handler failed, so that the
+// retry, or a replay from the dead-letter topic, runs it at once.
+func (d *Dedup) release(ctx context.Context, id, token string) {
+	mctx, cancel := d.markCtx(ctx)
+	defer cancel()
+	if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
+		d.markEr.Add(1) // the claim expires by itself
+	}
+}
+
+// markCtx bounds a mark or a release by MarkTimeout, even after the
+// attempt's context ended.
+func (d *Dedup) markCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
 }
 
 // claim claims id, waiting while another holds it; it returns Claimed or

@@ -10,6 +10,8 @@ import (
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/dedup"
 	"github.com/lanesdev/lanes/dedup/storetest"
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
@@ -68,6 +70,7 @@ func TestConfig(t *testing.T) {
 		{dedup.Config{Store: store, Group: "g", ClaimTTL: -1}, "ClaimTTL"},
 		{dedup.Config{Store: store, Group: "g", WaitInterval: -1}, "WaitInterval"},
 		{dedup.Config{Store: store, Group: "g", MarkTimeout: -1}, "MarkTimeout"},
+		{dedup.Config{Store: store, Group: "g", NoEventID: dedup.KeyByPosition + 1}, "NoEventID"},
 	}
 	for _, c := range cases {
 		if _, err := dedup.New(c.cfg); !errors.Is(err, dedup.ErrConfig) || !strings.Contains(err.Error(), c.field) {
@@ -180,18 +183,135 @@ func TestFailureReleases(t *testing.T) {
 	}
 }
 
-// TestKeyWithoutEventID: a message without an event ID is keyed by its
-// record's place.
-func TestKeyWithoutEventID(t *testing.T) {
+// TestNoEventID: a message without an event ID is refused by default
+// (a permanent error naming the record, the handler not run); a Config.Key
+// that returns "" leaves the message to NoEventID, one that returns a key
+// dedups on it.
+func TestNoEventID(t *testing.T) {
+	ran := 0
+	h := consumer.HandlerFunc(func(context.Context, *consumer.Message) error { ran++; return nil })
+	ctx := context.Background()
 	d, _ := dedup.New(dedup.Config{Store: newMemory(t), Group: "g"})
-	calls := 0
-	h := d.Middleware(consumer.HandlerFunc(func(context.Context, *consumer.Message) error { calls++; return nil }))
+	err := d.Middleware(h).Handle(ctx, message(""))
+	if !errors.Is(err, dedup.ErrNoEventID) || !consumer.IsPermanent(err) || ran != 0 {
+		t.Fatalf("error %v, %d runs; want a permanent ErrNoEventID, no run", err, ran)
+	}
+	for _, want := range []string{"topic t partition 1 offset 7", "lanes-event-id", "NoEventID"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+
+	noKey := func(*consumer.Message) string { return "" }
+	d, _ = dedup.New(dedup.Config{Store: newMemory(t), Group: "g", Key: noKey})
+	if err := d.Middleware(h).Handle(ctx, message("e1")); !errors.Is(err, dedup.ErrNoEventID) || ran != 0 {
+		t.Fatalf("Key returned \"\": error %v, %d runs; want ErrNoEventID, no run", err, ran)
+	}
+	byValue := func(m *consumer.Message) string { return string(m.Record.Value) }
+	d, _ = dedup.New(dedup.Config{Store: newMemory(t), Group: "g", Key: byValue})
 	for range 2 {
-		if err := h.Handle(context.Background(), message("")); err != nil {
+		m := message("")
+		m.Record.Value = []byte("order-7 created")
+		if err := d.Middleware(h).Handle(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if calls != 1 {
-		t.Fatalf("handler ran %d times, want once", calls)
+	if st := d.Stats(); ran != 1 || st.Skipped != 1 || st.Refused != 0 {
+		t.Fatalf("keyed by Config.Key: %d runs, stats %+v; want 1 run, 1 skipped", ran, st)
+	}
+}
+
+// TestNoEventIDDeadLettered: through a consumer on an embedded broker, a
+// record without an event ID goes to the dead-letter topic at its first
+// attempt, as a permanent failure whose error says why; the handler never
+// runs.
+func TestNoEventIDDeadLettered(t *testing.T) {
+	const topic, dlq = "no-ids", "no-ids-dlq"
+	b, err := lanestest.NewBroker(1, topic, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := b.Client(kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("order-7"), Value: []byte("created")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := dedup.New(dedup.Config{Store: newMemory(t), Group: "g"})
+	c, err := consumer.New(consumer.Config{Brokers: b.Addrs(), Group: "g", Topics: []string{topic}, DeadLetterTopic: dlq,
+		Middleware: []consumer.Middleware{d.Middleware}},
+		consumer.HandlerFunc(func(context.Context, *consumer.Message) error {
+			t.Error("the handler ran on a message without an event ID")
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	var dead *kgo.Record
+	for dead == nil && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { dead = r })
+	}
+	stop()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if dead == nil {
+		t.Fatalf("nothing dead-lettered: %v", ctx.Err())
+	}
+	header := func(k string) string { v, _ := eventid.Header(dead, k); return v }
+	if r, a := header(consumer.HeaderDLQReason), header(consumer.HeaderDLQAttempts); r != consumer.ReasonPermanent || a != "1" {
+		t.Fatalf("dead-lettered with reason %q after %s attempts, want %q after 1", r, a, consumer.ReasonPermanent)
+	}
+	if e := header(consumer.HeaderDLQError); !strings.Contains(e, dedup.ErrNoEventID.Error()) || !strings.Contains(e, "topic no-ids partition 0 offset 0") {
+		t.Fatalf("dead-letter error %q does not say the record has no event ID", e)
+	}
+	if st := d.Stats(); st.Refused != 1 || st.Ran != 0 {
+		t.Fatalf("stats %+v: want 1 refused", st)
+	}
+}
+
+// TestPositionKey: a record's position key is the same for a copy of the
+// record as read again, and differs when any part a reused offset could
+// change differs.
+func TestPositionKey(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_000)
+	base := func() *kgo.Record {
+		return &kgo.Record{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: 3, Timestamp: ts, ProducerID: 9, ProducerEpoch: 1,
+			Key: []byte("k"), Value: []byte("v"), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("1")}}}
+	}
+	key := func(r *kgo.Record) string { return dedup.PositionKey(&consumer.Message{Record: r}) }
+	want := key(base())
+	if got := key(base()); got != want {
+		t.Fatalf("the same record keyed %q and %q", want, got)
+	}
+	changes := map[string]func(r *kgo.Record){
+		"topic":          func(r *kgo.Record) { r.Topic = "u" },
+		"partition":      func(r *kgo.Record) { r.Partition = 1 },
+		"offset":         func(r *kgo.Record) { r.Offset = 6 },
+		"leader epoch":   func(r *kgo.Record) { r.LeaderEpoch = 4 },
+		"timestamp":      func(r *kgo.Record) { r.Timestamp = ts.Add(time.Millisecond) },
+		"producer ID":    func(r *kgo.Record) { r.ProducerID = 10 },
+		"producer epoch": func(r *kgo.Record) { r.ProducerEpoch = 2 },
+		"key":            func(r *kgo.Record) { r.Key = []byte("k2") },
+		"nil key":        func(r *kgo.Record) { r.Key = nil },
+		"value":          func(r *kgo.Record) { r.Value = []byte("v2") },
+		"key into value": func(r *kgo.Record) { r.Key, r.Value = []byte(""), []byte("kv") },
+		"header":         func(r *kgo.Record) { r.Headers[0].Value = []byte("2") },
+		"no header":      func(r *kgo.Record) { r.Headers = nil },
+	}
+	for what, change := range changes {
+		r := base()
+		change(r)
+		if key(r) == want {
+			t.Errorf("a different %s: the same key %q", what, want)
+		}
 	}
 }

@@ -17,8 +17,9 @@
 //
 //   - not known, or a claim that expired: claimed; the handler runs. On
 //     success the event is marked done; on an error (retried or permanent)
-//     the claim is released, so the next attempt, or a replay from the
-//     dead-letter topic, runs it again.
+//     or a panic the claim is released, so the next attempt, or a replay
+//     from the dead-letter topic, runs it again at once. A panic goes on to
+//     the consumer with its own value, which counts it and retries.
 //   - done: the handler is skipped, the attempt succeeds and is counted in
 //     [Stats].Skipped.
 //   - claimed by another attempt that has not expired (a member that
@@ -47,9 +48,23 @@
 // handler's own SQL and the mark in one PostgreSQL transaction.
 //
 // An event is remembered as done for the store's retention (its TTL); a
-// redelivery after that runs again. Events without an event ID are keyed
-// by topic, partition and offset (a redelivery of the same record is
-// caught, a re-sent copy is not); set Config.Key to key them otherwise.
+// redelivery after that runs again.
+//
+// # Messages without an event ID
+//
+// The key is Config.Key's, by default [EventKey]: the lanes-event-id header
+// lanes' producer stamps on every record. A message without one (Config.Key
+// returned "") is never keyed by its offset alone: Kafka reuses offsets (a
+// topic deleted and created again, a truncated log), and an old record's
+// done mark would skip a new one. Config.NoEventID decides instead
+// ([NoEventIDPolicy]): by default [RefuseNoEventID] fails the attempt with
+// consumer.Permanent wrapping [ErrNoEventID], naming the record and what to
+// do, so it goes to the dead-letter topic and the handler does not run;
+// [RunWithoutDedup] runs it with no claim (at least once); [KeyByPosition]
+// keys it by [PositionKey], the record's position, leader epoch, producer,
+// timestamp and a digest of its contents, so that a redelivery of the same
+// record is skipped and a different record at a reused offset runs. Each
+// is counted in [Stats].
 //
 // # Stores
 //

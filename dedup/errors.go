@@ -14,4 +14,9 @@ var (
 	// ErrBusy is wrapped by an attempt's error when another claim on the
 	// event had not expired before the attempt's context ended.
 	ErrBusy = errors.New("dedup: event claimed by another attempt")
+	// ErrNoEventID is wrapped, inside consumer.Permanent, by an attempt's
+	// error when its message has no key (no lanes-event-id header, or
+	// Config.Key returned "") and Config.NoEventID is RefuseNoEventID: the
+	// message goes to the dead-letter topic; the handler did not run.
+	ErrNoEventID = errors.New("dedup: message has no event ID")
 )

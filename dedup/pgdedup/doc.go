@@ -16,10 +16,13 @@
 // and commits both together. The effect and the mark commit or roll back
 // as one, so the handler's writes are applied exactly once per event ID:
 // never twice (a redelivery finds the mark and skips), and never lost (a
-// failure rolls both back and the consumer retries; lanes never drops a
-// record). Effects outside the transaction (an HTTP call, a Kafka send)
+// failure or a panic rolls both back and the consumer retries; lanes never
+// drops a record). Effects outside the transaction (an HTTP call, a Kafka send)
 // keep the at-least-once guarantee. Do not use the middleware and a
 // TxHandler for the same group: the transaction ignores claims.
+// [TxConfig] takes the same Key and NoEventID as dedup.Config: by default a
+// message without an event ID is refused (dedup.ErrNoEventID, permanent:
+// dead-lettered), never keyed by its reusable offset.
 //
 // Create the table once with [Store.CreateTable] (or your migrations: see
 // its SQL), and delete expired rows now and then with [Store.Purge].

@@ -30,11 +30,15 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	book := store.TxHandler("ledger", func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+	book, err := store.TxHandler(pgdedup.TxConfig{Group: "ledger"}, func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
 		_, err := tx.Exec(ctx, `INSERT INTO bookings (event_id, account, body) VALUES ($1, $2, $3)`,
 			m.EventID, m.SessionID, m.Record.Value)
 		return err // an error rolls back the booking and the mark together; the consumer retries
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	c, err := consumer.New(consumer.Config{
 		Brokers: []string{"127.0.0.1:9092"}, Group: "ledger", Topics: []string{"payments"},
 		DeadLetterTopic: "payments-dlq",
@@ -44,5 +48,6 @@ func Example() {
 		return
 	}
 	_ = c.Run(ctx)
-	fmt.Printf("booked %d, skipped %d redelivered\n", book.Ran(), book.Skipped())
+	st := book.Stats()
+	fmt.Printf("booked %d, skipped %d redelivered\n", st.Ran, st.Skipped)
 }

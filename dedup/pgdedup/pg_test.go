@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,24 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrConfig", cfg, err)
 		}
 	}
+	s, err := pgdedup.New(pgdedup.Config{Pool: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context, pgx.Tx, *consumer.Message) error { return nil }
+	for _, c := range []struct {
+		cfg   pgdedup.TxConfig
+		fn    pgdedup.TxFunc
+		field string
+	}{
+		{pgdedup.TxConfig{}, fn, "Group"},
+		{pgdedup.TxConfig{Group: "g"}, nil, "fn"},
+		{pgdedup.TxConfig{Group: "g", NoEventID: dedup.KeyByPosition + 1}, fn, "NoEventID"},
+	} {
+		if _, err := s.TxHandler(c.cfg, c.fn); !errors.Is(err, pgdedup.ErrConfig) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("TxHandler: %v, want ErrConfig naming %s", err, c.field)
+		}
+	}
 }
 
 // effects is the handler's own table: one row per application.
@@ -86,6 +105,14 @@ func count(t *testing.T, p *pgxpool.Pool, table, id string) int {
 	return n
 }
 
+func txHandler(t *testing.T, s *pgdedup.Store, cfg pgdedup.TxConfig, fn pgdedup.TxFunc) *pgdedup.TxHandler {
+	h, err := s.TxHandler(cfg, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func message(id string) *consumer.Message {
 	return &consumer.Message{Record: &kgo.Record{Topic: "t"}, EventID: id, Attempt: 1}
 }
@@ -101,7 +128,7 @@ func TestTxExactlyOnce(t *testing.T) {
 	group := fmt.Sprintf("tx-%d", time.Now().UnixNano())
 	failNext := map[string]bool{"fails-once": true}
 	var mu sync.Mutex
-	h := s.TxHandler(group, func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+	h := txHandler(t, s, pgdedup.TxConfig{Group: group}, func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (event_id) VALUES ($1)`, m.EventID); err != nil {
 			return err
 		}
@@ -143,8 +170,8 @@ func TestTxExactlyOnce(t *testing.T) {
 			t.Errorf("%s: applied %d times, want once", id, n)
 		}
 	}
-	if h.Ran() != 3 || h.Skipped() != 8 {
-		t.Fatalf("ran %d, skipped %d; want 3 and 8", h.Ran(), h.Skipped())
+	if st := h.Stats(); st.Ran != 3 || st.Skipped != 8 {
+		t.Fatalf("stats %+v; want 3 ran, 8 skipped", st)
 	}
 }
 
@@ -162,7 +189,7 @@ func TestServerDown(t *testing.T) {
 	}
 	ran := false
 	fn := func(context.Context, pgx.Tx, *consumer.Message) error { ran = true; return nil }
-	if err := s.TxHandler("g", fn).Handle(context.Background(), message("e1")); !errors.Is(err, dedup.ErrStore) || ran {
+	if err := txHandler(t, s, pgdedup.TxConfig{Group: "g"}, fn).Handle(context.Background(), message("e1")); !errors.Is(err, dedup.ErrStore) || ran {
 		t.Fatalf("transaction: %v, ran %v; want dedup.ErrStore, no run", err, ran)
 	}
 	d, _ := dedup.New(dedup.Config{Store: s, Group: "g"})
@@ -182,4 +209,119 @@ func TestConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// TestTxPanic: a TxFunc that panics after its write: the transaction rolls
+// back (no write, no mark, its connection back in the pool), the panic
+// reaches the caller with its own value, and the retry runs at once.
+func TestTxPanic(t *testing.T) {
+	const app = "lanes-test-tx-panic"
+	dsn := storetest.Server(t, "LANES_POSTGRES_DSN", "PostgreSQL")
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store(t, p)
+	table := effects(t, p)
+	type boom struct{}
+	calls := 0
+	h := txHandler(t, s, pgdedup.TxConfig{Group: fmt.Sprintf("panic-%d", time.Now().UnixNano())}, func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (event_id) VALUES ($1)`, m.EventID); err != nil {
+			return err
+		}
+		if calls++; calls == 1 {
+			panic(boom{})
+		}
+		return nil
+	})
+	func() {
+		defer func() {
+			if r := recover(); r != (boom{}) {
+				t.Errorf("recovered %v, want the handler's panic value", r)
+			}
+		}()
+		_ = h.Handle(context.Background(), message("e1"))
+	}()
+	if n := p.Stat().AcquiredConns(); n != 0 {
+		// End the open transaction's session, so that dropping the
+		// effects table does not wait for its lock; the pool stays open
+		// (closing it would wait for the leaked connection forever).
+		_, _ = p.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = $1 AND pid <> pg_backend_pid()`, app)
+		t.Fatalf("%d connections still held after the panic: the transaction was not rolled back", n)
+	}
+	defer p.Close()
+	if n := count(t, p, table, "e1"); n != 0 {
+		t.Fatalf("the panicked attempt's write is visible (%d rows)", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Handle(ctx, message("e1")); err != nil {
+		t.Fatalf("retry after the panic: %v", err)
+	}
+	if n := count(t, p, table, "e1"); n != 1 || calls != 2 {
+		t.Fatalf("%d rows after %d calls; want 1 row, 2 calls", n, calls)
+	}
+}
+
+// TestTxNoEventID: records without an event ID at one reused offset (a
+// topic deleted and created again): by default refused (ErrNoEventID,
+// permanent) with nothing written; RunWithoutDedup commits every
+// delivery's writes; KeyByPosition commits each record's once and skips
+// its redelivery, the new record included.
+func TestTxNoEventID(t *testing.T) {
+	p := pool(t)
+	s := store(t, p)
+	table := effects(t, p)
+	ctx := context.Background()
+	ts := time.Now()
+	at := func(ts time.Time, v string) *consumer.Message {
+		return &consumer.Message{Record: &kgo.Record{Topic: "t", Offset: 5, Timestamp: ts, Value: []byte(v)}, Attempt: 1}
+	}
+	old, recreated := at(ts, "old"), at(ts.Add(time.Hour), "new")
+	write := func(ctx context.Context, tx pgx.Tx, m *consumer.Message) error {
+		_, err := tx.Exec(ctx, `INSERT INTO `+table+` (event_id) VALUES ($1)`, string(m.Record.Value))
+		return err
+	}
+	handler := func(policy dedup.NoEventIDPolicy) *pgdedup.TxHandler {
+		return txHandler(t, s, pgdedup.TxConfig{Group: fmt.Sprintf("no-id-%v-%d", policy, time.Now().UnixNano()), NoEventID: policy}, write)
+	}
+
+	h := handler(dedup.RefuseNoEventID)
+	for _, m := range []*consumer.Message{old, recreated} {
+		if err := h.Handle(ctx, m); !errors.Is(err, dedup.ErrNoEventID) || !consumer.IsPermanent(err) {
+			t.Fatalf("refuse: %v, want a permanent ErrNoEventID", err)
+		}
+	}
+	if n := count(t, p, table, "old") + count(t, p, table, "new"); n != 0 || h.Stats().Refused != 2 {
+		t.Fatalf("refuse: %d rows written, stats %+v; want none, 2 refused", n, h.Stats())
+	}
+
+	h = handler(dedup.RunWithoutDedup)
+	for _, m := range []*consumer.Message{old, recreated, old} {
+		if err := h.Handle(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o, n := count(t, p, table, "old"), count(t, p, table, "new"); o != 2 || n != 1 || h.Stats().RanWithoutDedup != 3 {
+		t.Fatalf("run without dedup: old %d, new %d rows, stats %+v; want 2 and 1, 3 ran without dedup", o, n, h.Stats())
+	}
+
+	h = handler(dedup.KeyByPosition)
+	for _, m := range []*consumer.Message{old, recreated, old, recreated} {
+		if err := h.Handle(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o, n := count(t, p, table, "old"), count(t, p, table, "new"); o != 3 || n != 2 {
+		t.Fatalf("key by position: old %d, new %d rows; want one more of each", o, n)
+	}
+	if st := h.Stats(); st.Ran != 2 || st.Skipped != 2 || st.KeyedByPosition != 4 {
+		t.Fatalf("key by position: stats %+v; want 2 ran, 2 skipped", st)
+	}
 }

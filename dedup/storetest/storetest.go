@@ -5,6 +5,9 @@
 // a redelivery after a crash before the offset commit, a crash in the
 // middle of a handler, two members of a group across rebalances, and the
 // store down for a while (attempts fail and are retried, nothing is lost).
+// Records without an event ID at a reused offset (a topic deleted and
+// created again) are never skipped for an old record's done mark, under
+// each dedup.NoEventIDPolicy.
 //
 // A store module runs it from its tests:
 //
@@ -42,6 +45,8 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("CrashMidHandler", func(t *testing.T) { testCrashMidHandler(t, newStore(t)) })
 	t.Run("Rebalance", func(t *testing.T) { testRebalance(t, newStore(t)) })
 	t.Run("StoreDown", func(t *testing.T) { testStoreDown(t, newStore(t)) })
+	t.Run("ReusedOffset", func(t *testing.T) { testReusedOffset(t, newStore(t)) })
+	t.Run("RecreatedTopic", func(t *testing.T) { testRecreatedTopic(t, newStore(t)) })
 }
 
 // Server returns the value of the environment variable env, the address of
