@@ -77,7 +77,10 @@ type Config struct {
 	SessionIdle time.Duration
 	// HandlerTimeout bounds each handler attempt through its context; a
 	// handler that ignores its context is reported and its lane waits for
-	// it to return. Default: [DefaultHandlerTimeout].
+	// it to return. It may exceed RevokeTimeout (the defaults do): a revoke
+	// cancels the attempts of its partitions before it gives them up, and
+	// a shutdown after ShutdownTimeout, whatever is left of HandlerTimeout.
+	// Default: [DefaultHandlerTimeout].
 	HandlerTimeout time.Duration
 	// Retry is the policy for handler errors. Default: see RetryPolicy.
 	Retry RetryPolicy
@@ -122,10 +125,18 @@ type Config struct {
 	CommitTimeout time.Duration
 	// RevokeTimeout bounds how long a revoke waits for in-flight handlers
 	// of the revoked partitions before committing and letting the
-	// rebalance go on. Default: [DefaultRevokeTimeout].
+	// rebalance go on. A tenth of it before the end (at most 5s), the
+	// contexts of the attempts still running are cancelled, so a handler
+	// that honours its context has returned when the partition moves; one
+	// that does not is counted in Stats.RevokeOverruns. Keep RevokeTimeout
+	// + CommitTimeout below the group's rebalance timeout
+	// (kgo.RebalanceTimeout, 60s by default; Run warns otherwise).
+	// Default: [DefaultRevokeTimeout].
 	RevokeTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight handlers
-	// after its context is cancelled. Default: [DefaultShutdownTimeout].
+	// after its context is cancelled (counted from the cancellation, also
+	// while a revoke drains); then their contexts are cancelled. Default:
+	// [DefaultShutdownTimeout].
 	ShutdownTimeout time.Duration
 	// LeaveTimeout bounds how long Run waits to leave the group after its
 	// final commit; a leave can wait for a rebalance under way. Default:

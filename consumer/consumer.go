@@ -120,17 +120,19 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 }
 
 // Run joins the group and processes records until ctx is cancelled, then
-// shuts down: it stops fetching, waits (at most ShutdownTimeout) for
-// in-flight handlers, cancels the contexts of those still running and waits
-// for them to return, commits every owned partition's watermark, leaves the
-// group and returns. Partitions stay owned until their final commit: a
-// rebalance during the drain waits for it. Run returns within
-// ShutdownTimeout + CommitTimeout + LeaveTimeout of the cancellation,
-// provided handlers return once their context is cancelled. It returns nil
-// after a clean drain, an error wrapping ErrUnfinished naming what was left
-// undone otherwise (that work is redelivered to the next owner), or the
-// error that stopped the client from starting. No goroutine started by Run
-// outlives it.
+// shuts down, starting at the cancellation whatever the group is doing: it
+// stops fetching, waits (at most ShutdownTimeout) for in-flight handlers,
+// cancels the contexts of those still running and waits for them to
+// return, commits every owned partition's watermark, leaves the group and
+// returns. Partitions stay owned until their final commit: a rebalance
+// during the drain waits for it. Run returns within ShutdownTimeout +
+// CommitTimeout + LeaveTimeout of the cancellation, provided handlers
+// return once their context is cancelled. It returns nil after a clean
+// drain, an error wrapping ErrUnfinished naming each partition left with
+// work undone and why (handlers still running, a record whose dead-letter
+// copy could not be written; that work is redelivered to the next owner),
+// or the error that stopped the client from starting. No goroutine started
+// by Run outlives it.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice

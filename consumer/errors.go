@@ -9,8 +9,10 @@ var (
 	ErrConfig = errors.New("consumer: bad config")
 	// ErrRunTwice: Run was called on a consumer that already ran.
 	ErrRunTwice = errors.New("consumer: Run called more than once")
-	// ErrUnfinished is wrapped by Run's error when the shutdown drain did
-	// not finish every in-flight record within ShutdownTimeout.
+	// ErrUnfinished is wrapped by Run's error when the shutdown left work
+	// undone: handlers still running after ShutdownTimeout, or records
+	// whose dead-letter copy could not be written. The message names each
+	// partition and why; the next owner runs that work again.
 	ErrUnfinished = errors.New("consumer: shutdown left work unfinished")
 	// ErrCommit is wrapped by a failed commit, and so by Run's error when
 	// its final commit failed (for example because a rebalance moved the
