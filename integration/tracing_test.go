@@ -21,7 +21,8 @@ func TestTraceAcrossTheHop(t *testing.T) {
 	c := newCluster(t)
 	topic, dlq := c.topics(t, 2)
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ended := make(chan struct{}, 1)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(endSignal{rec, ended}))
 	p, err := producer.New(producer.Config{Brokers: c.brokers, Topic: topic, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +45,8 @@ func TestTraceAcrossTheHop(t *testing.T) {
 		t.Fatal("message not handled")
 	}
 	var send, process sdktrace.ReadOnlySpan
-	deadline := time.Now().Add(time.Minute)
-	for process == nil && time.Now().Before(deadline) {
+	timeout := time.After(time.Minute)
+	for process == nil {
 		for _, s := range rec.Ended() {
 			switch s.SpanKind() {
 			case trace.SpanKindProducer:
@@ -54,7 +55,14 @@ func TestTraceAcrossTheHop(t *testing.T) {
 				process = s
 			}
 		}
-		time.Sleep(10 * time.Millisecond) // the process span ends just after the handler returns
+		if process != nil {
+			break
+		}
+		select { // the process span ends just after the handler returns
+		case <-ended:
+		case <-timeout:
+			t.Fatal("the process span never ended")
+		}
 	}
 	if send == nil || process == nil {
 		t.Fatalf("spans: send %v, process %v", send, process)
@@ -70,5 +78,20 @@ func TestTraceAcrossTheHop(t *testing.T) {
 		if kv.Key == tracing.AttrSessionID && kv.Value.AsString() != "chat-1" {
 			t.Fatalf("session attribute %q", kv.Value.AsString())
 		}
+	}
+}
+
+// endSignal is a span processor that signals each span's end after
+// handing it to the recorder.
+type endSignal struct {
+	*tracetest.SpanRecorder
+	ended chan struct{}
+}
+
+func (e endSignal) OnEnd(s sdktrace.ReadOnlySpan) {
+	e.SpanRecorder.OnEnd(s)
+	select {
+	case e.ended <- struct{}{}:
+	default:
 	}
 }
