@@ -112,7 +112,9 @@ func TestRevokeCancelsHandlers(t *testing.T) {
 	})
 	rec := newRecorder(len(sessions)*2, h)
 	cfg := e.config("g-revoke-cancel", "chats")
-	cfg.RevokeTimeout, cfg.HandlerTimeout = time.Second, time.Minute
+	// The grace period (a tenth: 300ms) is the handlers' time to return
+	// once cancelled, ample also on a busy machine.
+	cfg.RevokeTimeout, cfg.HandlerTimeout = 3*time.Second, time.Minute
 	cfg.ShutdownTimeout = time.Second
 	a, err := New(cfg, rec)
 	if err != nil {
