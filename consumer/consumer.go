@@ -33,6 +33,10 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
 
+	reach  *brokerWatch // whether any broker answers (connectivity.go)
+	member *membership  // whether the member is in its group (membership.go)
+	topics *topicWatch  // which needed topics are missing (topics.go)
+
 	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
 	cancelClient context.CancelFunc
 
@@ -73,7 +77,8 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 // build makes a consumer over a validated cfg, without its handler and
 // lanes.
 func build(cfg Config) (*Consumer, error) {
-	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow()}
+	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
+		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
@@ -111,9 +116,13 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(reset),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(c.cfg.FetchMaxWait),
-		kgo.OnPartitionsAssigned(c.onAssigned),
-		kgo.OnPartitionsRevoked(c.onRevoked),
-		kgo.OnPartitionsLost(c.onLost),
+		kgo.OnPartitionsAssigned(c.member.assigned(c.onAssigned)),
+		kgo.OnPartitionsRevoked(c.member.revoked(c.onRevoked)),
+		kgo.OnPartitionsLost(c.member.lost(c.onLost)),
+		// Before ClientOptions: a logger passed there replaces this one,
+		// hooks passed there run after lanes'.
+		kgo.WithLogger(newKgoLogger(c.log(), "consumer")),
+		kgo.WithHooks(c.reach, c.member),
 	}
 	return append(opts, c.cfg.ClientOptions...)
 }
@@ -127,9 +136,14 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 // ShutdownTimeout + CommitTimeout + LeaveTimeout of the cancellation,
 // provided handlers return once their context is cancelled. It returns nil
 // after a clean drain, an error wrapping ErrUnfinished naming what was left
-// undone otherwise (that work is redelivered to the next owner), or the
-// error that stopped the client from starting. No goroutine started by Run
-// outlives it.
+// undone otherwise (that work is redelivered to the next owner), one
+// wrapping ErrUnreachable naming the brokers and the last dial error when no
+// broker ever answered, or the error that stopped the client from
+// starting. No goroutine started by Run outlives it.
+//
+// While it runs, Health says why the consumer is not ready: no broker
+// answering, missing topics (checked at start and again periodically),
+// the member out of its group, and what holds partitions back.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -141,9 +155,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
+	c.member.setSessionTimeout(cl.OptValue(kgo.SessionTimeout))
 	if c.cfg.DeadLetterTopic != "" {
+		dcfg := c.cfg // the DLQ client logs through lanes' logger too
+		dcfg.ClientOptions = append([]kgo.Opt{kgo.WithLogger(newKgoLogger(c.log(), "dead-letter"))}, c.cfg.ClientOptions...)
 		dctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-		c.dlq, err = openDeadLetters(dctx, &c.cfg, kadm.NewClient(cl))
+		c.dlq, err = openDeadLetters(dctx, &dcfg, kadm.NewClient(cl))
 		cancel()
 		if err != nil {
 			cl.Close()
@@ -158,15 +175,19 @@ func (c *Consumer) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
-	bg.Add(4)
+	bg.Add(5)
 	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
+	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
 
 	c.poll(ctx)
 	err = c.shutdown(stopBg, &bg)
 	c.metrics.close()
+	if uerr := c.reach.neverReached(); uerr != nil {
+		err = errors.Join(uerr, err)
+	}
 	return err
 }
 
