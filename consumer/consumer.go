@@ -33,9 +33,10 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
 
-	reach  *brokerWatch // whether any broker answers (connectivity.go)
-	member *membership  // whether the member is in its group (membership.go)
-	topics *topicWatch  // which needed topics are missing (topics.go)
+	reach   *brokerWatch // whether any broker answers (connectivity.go)
+	member  *membership  // whether the member is in its group (membership.go)
+	topics  *topicWatch  // which needed topics are missing (topics.go)
+	pollLog logLimiter   // repeated client-level poll errors
 
 	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
 	cancelClient context.CancelFunc
@@ -201,13 +202,38 @@ func (c *Consumer) poll(ctx context.Context) {
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
-				c.log().Warn().Err(err).Str("topic", t).Int32("partition", p).Msg("fetch error")
+				c.logPollError(t, p, err)
 			}
 		})
 		c.dispatch(fs)
 		c.client.AllowRebalance()
 	}
 	c.client.AllowRebalance()
+}
+
+// logPollError logs an error a poll returned as what it is: a fetch error
+// names its partition; an error of the client itself comes with topic ""
+// (franz-go's partition -1 or 0): a group error (the group session failed;
+// franz-go rejoins) names the group, another client error the brokers.
+// Repeats of one client-level error are logged at most every
+// logRepeatEvery.
+func (c *Consumer) logPollError(topic string, partition int32, err error) {
+	if topic != "" {
+		c.log().Warn().Err(err).Str("topic", topic).Int32("partition", partition).
+			Msg("fetch error; the partition is fetched again")
+		return
+	}
+	ok, suppressed := c.pollLog.allow(err.Error(), time.Now())
+	if !ok {
+		return
+	}
+	var ge *kgo.ErrGroupSession
+	if errors.As(err, &ge) {
+		c.log().Warn().Err(err).Str("group", c.cfg.Group).Strs("brokers", c.cfg.Brokers).Int("suppressed", suppressed).
+			Msg("consumer group error: franz-go reports the group session failing and retries; readiness says whether the member is in its group")
+		return
+	}
+	c.log().Warn().Err(err).Strs("brokers", c.cfg.Brokers).Int("suppressed", suppressed).Msg("client error")
 }
 
 // shutdown drains, cancels what is left, commits, releases, leaves and

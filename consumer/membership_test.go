@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -120,6 +121,14 @@ func TestReadyAfterCoordinatorDies(t *testing.T) {
 				began = time.Now()
 				p.awaitReadyz("ready again", testTimeout, readyOK)
 				t.Logf("ready again after %v", time.Since(began))
+				if proto.name == "classic" && mode.name == "closes" {
+					// The classic member gave its partition up when its
+					// session failed: the log names it as topic/partition.
+					lost := logs.lines("partitions lost")
+					if len(lost) == 0 || !containsStr(lost[0]["partitions"], "chats/0") {
+						t.Fatalf("partitions lost lines %v: want one naming chats/0\n%s", lost, logs)
+					}
+				}
 			})
 		}
 	}
@@ -212,6 +221,62 @@ func containsStr(v any, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestGroupErrorLogged: a group error (the coordinator lookup denied) is
+// logged as a consumer group error naming the group, not as a fetch error
+// of topic "", and readyz carries it on the not-assigned reason; a member
+// that never had partitions logs no "partitions lost" line for the empty
+// loss franz-go reports on each failed attempt. Once the lookup is allowed
+// the member joins and is ready.
+func TestGroupErrorLogged(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	var denied atomic.Bool
+	denied.Store(true)
+	e.c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		if !denied.Load() {
+			return nil, nil, false
+		}
+		r := req.(*kmsg.FindCoordinatorRequest)
+		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.SetVersion(r.GetVersion())
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		for _, k := range append(r.CoordinatorKeys, r.CoordinatorKey) {
+			co := kmsg.NewFindCoordinatorResponseCoordinator()
+			co.Key, co.ErrorCode = k, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, co)
+		}
+		return resp, nil, true
+	})
+	logs := newLogCapture()
+	cfg := e.config("g-denied", "chats")
+	cfg.Logger = &logs.log
+	c, err := New(cfg, nopHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(t, c)
+	start(t, c)
+	p.awaitReadyz("the group error", testTimeout, notReadyWith("not assigned yet", "GROUP_AUTHORIZATION_FAILED"))
+	eventually(t, "a group error logged", func() bool {
+		for _, l := range logs.lines("consumer group error") {
+			if l["group"] == "g-denied" && strings.Contains(l["error"].(string), "GROUP_AUTHORIZATION_FAILED") {
+				return true
+			}
+		}
+		return false
+	})
+	if bad := logs.where(func(m map[string]any) bool {
+		return m["message"] == "fetch error" && m["topic"] == ""
+	}); len(bad) > 0 {
+		t.Fatalf("client-level errors logged as fetch errors: %v", bad)
+	}
+	if lost := logs.lines("partitions lost"); len(lost) > 0 {
+		t.Fatalf("partitions lost logged with nothing lost: %v", lost)
+	}
+	denied.Store(false)
+	p.awaitReadyz("ready", testTimeout, readyOK)
 }
 
 // TestNotReadyWhileKIP848SessionRestarts: a KIP-848 member whose heartbeats

@@ -141,7 +141,23 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 // onLost releases the lost partitions without committing: another member
 // may own them already.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
-	c.log().Warn().Interface("partitions", lost).Msg("partitions lost: dropping them without a commit")
+	if names := partitionNames(lost); len(names) > 0 {
+		c.log().Warn().Strs("partitions", names).Str("group", c.cfg.Group).
+			Msg("partitions lost: dropping them without a commit; records since their last commit are redelivered")
+	}
 	c.own.release(c.own.lookup(lost))
 	c.flow.reset(cl, lost)
+}
+
+// partitionNames returns the partitions of ps as sorted "topic/partition"
+// strings.
+func partitionNames(ps map[string][]int32) []string {
+	var out []string
+	for t, ids := range ps {
+		for _, id := range ids {
+			out = append(out, fmt.Sprintf("%s/%d", t, id))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
