@@ -32,6 +32,11 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
 
+	reach   *brokerWatch // whether any broker answers (connectivity.go)
+	member  *membership  // whether the member is in its group (membership.go)
+	topics  *topicWatch  // which needed topics are missing (topics.go)
+	pollLog logLimiter   // repeated client-level poll errors
+
 	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
 	cancelClient context.CancelFunc
 
@@ -73,7 +78,8 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 // build makes a consumer over a validated cfg, without its handler and
 // lanes.
 func build(cfg Config) (*Consumer, error) {
-	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow()}
+	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
+		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.stop.done = make(chan struct{})
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
@@ -112,9 +118,13 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(reset),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(c.cfg.FetchMaxWait),
-		kgo.OnPartitionsAssigned(c.onAssigned),
-		kgo.OnPartitionsRevoked(c.onRevoked),
-		kgo.OnPartitionsLost(c.onLost),
+		kgo.OnPartitionsAssigned(c.member.assigned(c.onAssigned)),
+		kgo.OnPartitionsRevoked(c.member.revoked(c.onRevoked)),
+		kgo.OnPartitionsLost(c.member.lost(c.onLost)),
+		// Before ClientOptions: a logger passed there replaces this one,
+		// hooks passed there run after lanes'.
+		kgo.WithLogger(newKgoLogger(c.log(), "consumer")),
+		kgo.WithHooks(c.reach, c.member),
 	}
 	return append(opts, c.cfg.ClientOptions...)
 }
@@ -131,8 +141,13 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 // drain, an error wrapping ErrUnfinished naming each partition left with
 // work undone and why (handlers still running, a record whose dead-letter
 // copy could not be written; that work is redelivered to the next owner),
-// or the error that stopped the client from starting. No goroutine started
-// by Run outlives it.
+// one wrapping ErrUnreachable naming the brokers and the last dial error
+// when no broker ever answered, or the error that stopped the client from
+// starting. No goroutine started by Run outlives it.
+//
+// While it runs, Health says why the consumer is not ready: no broker
+// answering, missing topics (checked at start and again periodically),
+// the member out of its group, and what holds partitions back.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -147,10 +162,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
+	c.member.setSessionTimeout(cl.OptValue(kgo.SessionTimeout))
 	c.warnRebalanceTimeout()
 	if c.cfg.DeadLetterTopic != "" {
+		dcfg := c.cfg // the DLQ client logs through lanes' logger too
+		dcfg.ClientOptions = append([]kgo.Opt{kgo.WithLogger(newKgoLogger(c.log(), "dead-letter"))}, c.cfg.ClientOptions...)
 		dctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-		c.dlq, err = openDeadLetters(dctx, &c.cfg, kadm.NewClient(cl))
+		c.dlq, err = openDeadLetters(dctx, &dcfg, kadm.NewClient(cl))
 		cancel()
 		if err != nil {
 			cl.Close()
@@ -168,17 +186,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// (drainOnStop) whatever the poll loop is doing meanwhile.
 	pollCtx, endPoll := context.WithCancel(ctx)
 	defer endPoll()
-	bg.Add(5)
+	bg.Add(6)
 	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
+	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
 
 	c.poll(pollCtx)
 	endPoll()
 	err = c.shutdown(&bg)
 	c.metrics.close()
+	if uerr := c.reach.neverReached(); uerr != nil {
+		err = errors.Join(uerr, err)
+	}
 	return err
 }
 
@@ -192,13 +214,38 @@ func (c *Consumer) poll(ctx context.Context) {
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
-				c.log().Warn().Err(err).Str("topic", t).Int32("partition", p).Msg("fetch error")
+				c.logPollError(t, p, err)
 			}
 		})
 		c.dispatch(fs)
 		c.client.AllowRebalance()
 	}
 	c.client.AllowRebalance()
+}
+
+// logPollError logs an error a poll returned as what it is: a fetch error
+// names its partition; an error of the client itself comes with topic ""
+// (franz-go's partition -1 or 0): a group error (the group session failed;
+// franz-go rejoins) names the group, another client error the brokers.
+// Repeats of one client-level error are logged at most every
+// logRepeatEvery.
+func (c *Consumer) logPollError(topic string, partition int32, err error) {
+	if topic != "" {
+		c.log().Warn().Err(err).Str("topic", topic).Int32("partition", partition).
+			Msg("fetch error; the partition is fetched again")
+		return
+	}
+	ok, suppressed := c.pollLog.allow(err.Error(), time.Now())
+	if !ok {
+		return
+	}
+	var ge *kgo.ErrGroupSession
+	if errors.As(err, &ge) {
+		c.log().Warn().Err(err).Str("group", c.cfg.Group).Strs("brokers", c.cfg.Brokers).Int("suppressed", suppressed).
+			Msg("consumer group error: franz-go reports the group session failing and retries; readiness says whether the member is in its group")
+		return
+	}
+	c.log().Warn().Err(err).Strs("brokers", c.cfg.Brokers).Int("suppressed", suppressed).Msg("client error")
 }
 
 // Stats returns a snapshot of the consumer's counters and of every owned

@@ -22,4 +22,11 @@ var (
 	// ErrHandlerPanic is wrapped by the error a recovered handler panic
 	// becomes.
 	ErrHandlerPanic = errors.New("consumer: handler panicked")
+	// ErrUnreachable is wrapped by Ping's error when no broker answers, and
+	// by Run's when it was cancelled without ever reaching a broker; the
+	// message names the brokers and the last dial error.
+	ErrUnreachable = errors.New("consumer: cannot reach brokers")
+	// ErrTopicMissing is wrapped by Ping's error when a consumed topic or
+	// the dead-letter topic does not exist; the message names them.
+	ErrTopicMissing = errors.New("consumer: topic missing")
 )

@@ -56,6 +56,41 @@ func Example() {
 	// chat-42: make it Paris
 }
 
+// Ping at start: tell the operator at once when the brokers cannot be
+// reached or a topic is missing, instead of waiting to be assigned.
+func ExampleConsumer_Ping() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+
+	c, err := consumer.New(consumer.Config{
+		Brokers:         cluster.ListenAddrs(),
+		Group:           "payments",
+		Topics:          []string{"orders"},
+		DeadLetterTopic: "orders-dlq", // not created
+	}, consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil }))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch err := c.Ping(ctx); {
+	case errors.Is(err, consumer.ErrUnreachable):
+		fmt.Println("no broker answers: check Brokers and the network")
+	case errors.Is(err, consumer.ErrTopicMissing):
+		fmt.Println("a topic is missing: create it before starting")
+	case err != nil:
+		fmt.Println("cannot check the cluster:", err)
+	default:
+		fmt.Println("ready to run")
+	}
+	// Output: a topic is missing: create it before starting
+}
+
 // Errors decide what happens next: nil is done, an error is retried with
 // backoff, Permanent goes straight to the dead-letter topic.
 func ExamplePermanent() {

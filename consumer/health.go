@@ -15,11 +15,13 @@ type Health struct {
 	// live is right; restarting one that is only not ready rarely helps (a
 	// poison record stalls its next owner too).
 	Live bool `json:"live"`
-	// Ready: live, assigned by its group, and nothing holds it back: no
-	// stalled partition, no dead-letter write failing for a record not
-	// done, the last commit of every owned partition acknowledged, the
-	// circuit breaker closed. Each reason clears as soon as what it names
-	// is over.
+	// Ready: live, a broker answering, every needed topic present, in its
+	// group (assigned, possibly nothing, and heartbeats answered), and
+	// nothing holds it back: no stalled partition, no dead-letter write
+	// failing for a record not done, the last commit of every owned
+	// partition acknowledged, the circuit breaker closed. Each reason
+	// clears as soon as what it names is over; docs/observability.md lists
+	// when each is set and cleared.
 	Ready bool `json:"ready"`
 	// Reasons lists what makes it not live or not ready, one line each,
 	// naming the partition, offset, session and since when.
@@ -39,8 +41,12 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 	case c.returned.Load():
 		h.Reasons = append(h.Reasons, "not running: Run returned")
 	}
-	if st.Rebalances == 0 {
-		h.Reasons = append(h.Reasons, "not assigned yet: the group has not given this member its partitions")
+	if r := c.reach.reason(); r != "" {
+		h.Reasons = append(h.Reasons, r)
+	}
+	h.Reasons = append(h.Reasons, c.topics.reasons()...)
+	if r := c.member.reason(now); r != "" {
+		h.Reasons = append(h.Reasons, r)
 	}
 	for _, p := range st.Partitions {
 		if p.Stalled {

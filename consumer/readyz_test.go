@@ -35,21 +35,6 @@ func awaitReadyz(t *testing.T, srv *httptest.Server, what string, ok func(code i
 // ready accepts a 200 "ok".
 func ready(code int, body string) bool { return code == http.StatusOK && body == "ok\n" }
 
-// notReadyWith accepts a 503 whose body holds every one of parts.
-func notReadyWith(parts ...string) func(int, string) bool {
-	return func(code int, body string) bool {
-		if code != http.StatusServiceUnavailable {
-			return false
-		}
-		for _, p := range parts {
-			if !strings.Contains(body, p) {
-				return false
-			}
-		}
-		return true
-	}
-}
-
 // topicNames maps the cluster's topic IDs to names (requests of recent
 // versions name topics by ID).
 func (e *env) topicNames() map[[16]byte]string {

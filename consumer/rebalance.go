@@ -172,7 +172,10 @@ func revokeGrace(timeout time.Duration) time.Duration { return min(timeout/10, 5
 // onLost releases the lost partitions without committing: another member
 // may own them already. Their running attempts are cancelled at once.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
-	c.log().Warn().Interface("partitions", lost).Msg("partitions lost: dropping them without a commit")
+	if names := partitionNames(lost); len(names) > 0 {
+		c.log().Warn().Strs("partitions", names).Str("group", c.cfg.Group).
+			Msg("partitions lost: dropping them without a commit; records since their last commit are redelivered")
+	}
 	c.own.release(c.own.lookup(lost))
 	c.flow.reset(cl, lost)
 }
@@ -184,4 +187,17 @@ func names(parts []*partition) string {
 		out[i] = fmt.Sprintf("%s/%d", p.key.topic, p.key.partition)
 	}
 	return strings.Join(out, ", ")
+}
+
+// partitionNames returns the partitions of ps as sorted "topic/partition"
+// strings.
+func partitionNames(ps map[string][]int32) []string {
+	var out []string
+	for t, ids := range ps {
+		for _, id := range ids {
+			out = append(out, fmt.Sprintf("%s/%d", t, id))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

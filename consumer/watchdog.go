@@ -24,6 +24,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 			c.scanSlow(now)
 			c.checkStalls(bg, now)
 			c.breakerIdle(now)
+			c.member.watch(now)
 		}
 	}
 }

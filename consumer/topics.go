@@ -1,0 +1,192 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicRecheck is how often the topics are checked while all exist (one
+// may be deleted); while one is missing they are checked every
+// CommitInterval, so its reason clears soon after it is created.
+const topicRecheck = 30 * time.Second
+
+// topicWatch knows which of the consumed topics and the dead-letter topic
+// the brokers said do not exist, as of the latest check.
+type topicWatch struct {
+	consumed []string // Config.Topics
+	dlq      string   // Config.DeadLetterTopic; "" without one
+	log      *zerolog.Logger
+
+	mu           sync.Mutex
+	missing      []string // consumed topics missing
+	missingSince time.Time
+	dlqMissing   bool
+	dlqSince     time.Time
+}
+
+func newTopicWatch(cfg *Config) *topicWatch {
+	return &topicWatch{consumed: cfg.Topics, dlq: cfg.DeadLetterTopic, log: cfg.Logger}
+}
+
+// all returns every topic the consumer needs: the consumed ones and the
+// dead-letter topic.
+func (w *topicWatch) all() []string {
+	if w.dlq == "" {
+		return w.consumed
+	}
+	return append(slices.Clone(w.consumed), w.dlq)
+}
+
+// topicLoop checks the topics when Run starts and again until bg ends:
+// every CommitInterval while one is missing, every topicRecheck otherwise.
+func (c *Consumer) topicLoop(bg context.Context) {
+	for {
+		ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
+		missing, err := missingTopics(ctx, c.client, c.topics.all())
+		cancel()
+		switch {
+		case bg.Err() != nil:
+			return
+		case err != nil:
+			// Unreachable brokers have their own reason; the check runs again.
+			c.log().Debug().Err(err).Strs("topics", c.topics.all()).Msg("cannot check that the topics exist")
+		default:
+			c.topics.update(missing, time.Now())
+		}
+		every := topicRecheck
+		if c.topics.anyMissing() {
+			every = c.cfg.CommitInterval
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-bg.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// update takes a check's answer: the topics missing among all(). It warns
+// when a topic goes missing and says so at info when it exists again.
+func (w *topicWatch) update(missing []string, now time.Time) {
+	var consumed []string
+	dlq := false
+	for _, t := range missing {
+		if t == w.dlq {
+			dlq = true
+		} else {
+			consumed = append(consumed, t)
+		}
+	}
+	w.mu.Lock()
+	was, wasDLQ := w.missing, w.dlqMissing
+	if len(consumed) > 0 && len(was) == 0 {
+		w.missingSince = now
+	}
+	if dlq && !wasDLQ {
+		w.dlqSince = now
+	}
+	w.missing, w.dlqMissing = consumed, dlq
+	w.mu.Unlock()
+
+	if gone := without(consumed, was); len(gone) > 0 {
+		w.log.Warn().Strs("topics", gone).
+			Msg("consumed topics missing: this member gets none of their partitions; create them or fix Config.Topics")
+	}
+	if dlq && !wasDLQ {
+		w.log.Warn().Strs("topics", []string{w.dlq}).
+			Msg("dead-letter topic missing: a record that fails holds its partition until the topic exists; create it or fix Config.DeadLetterTopic")
+	}
+	found := without(was, consumed)
+	if wasDLQ && !dlq {
+		found = append(found, w.dlq)
+	}
+	if len(found) > 0 {
+		w.log.Info().Strs("topics", found).Msg("topics found: they exist now")
+	}
+}
+
+// without returns the elements of a not in b.
+func without(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (w *topicWatch) anyMissing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.missing) > 0 || w.dlqMissing
+}
+
+// reasons are the readiness reasons about missing topics.
+func (w *topicWatch) reasons() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	if len(w.missing) > 0 {
+		out = append(out, fmt.Sprintf("consumed topics missing since %s: %v: this member gets none of their partitions; create them or fix Config.Topics",
+			w.missingSince.UTC().Format(time.RFC3339), w.missing))
+	}
+	if w.dlqMissing {
+		out = append(out, fmt.Sprintf("dead-letter topic missing since %s: [%s]: a record that fails holds its partition until it exists; create it or fix Config.DeadLetterTopic",
+			w.dlqSince.UTC().Format(time.RFC3339), w.dlq))
+	}
+	return out
+}
+
+// missingTopics asks the brokers (a metadata request of its own, not the
+// client's cache, and never creating a topic) which of topics do not
+// exist. Another error of a topic (not authorized) fails the check.
+func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	answered := map[string]bool{}
+	var errs []error
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		answered[*t.Topic] = true
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case err == nil:
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, *t.Topic)
+		default:
+			errs = append(errs, fmt.Errorf("topic %s: %w", *t.Topic, err))
+		}
+	}
+	for _, t := range topics {
+		if !answered[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return missing, nil
+}
