@@ -145,8 +145,14 @@ func (d *deadLetters) write(ctx context.Context, rec *kgo.Record) error {
 }
 
 // close flushes what is buffered (bounded by ctx) and closes the client.
+// With nothing buffered (every write is synchronous, so a clean shutdown
+// leaves nothing) there is nothing to wait for: a ctx already spent, by
+// the leave or a revoke's commit, is no error.
 func (d *deadLetters) close(ctx context.Context) error {
-	err := d.client.Flush(ctx)
+	var err error
+	if d.client.BufferedProduceRecords() > 0 {
+		err = d.client.Flush(ctx)
+	}
 	d.client.Close()
 	return err
 }
