@@ -132,7 +132,6 @@ func notReadyWith(parts ...string) func(int, string) bool {
 	}
 }
 
-
 // dialCounter counts failed and successful broker dials of a client.
 type dialCounter struct{ failed, ok *atomic.Int64 }
 
