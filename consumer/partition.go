@@ -272,16 +272,6 @@ func (p *partition) release() {
 	p.mu.Unlock()
 }
 
-// isDrained reports whether the partition is fenced and nothing of it runs.
-func (p *partition) isDrained() bool {
-	select {
-	case <-p.drained:
-		return true
-	default:
-		return false
-	}
-}
-
 // deadLetterBlocked reports the record held here because its dead-letter
 // copy could not be written: its offset, since when, and the last error.
 func (p *partition) deadLetterBlocked() (offset int64, since time.Time, err string, ok bool) {
