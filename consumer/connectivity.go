@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -43,8 +45,12 @@ func newBrokerWatch(seeds []string, log *zerolog.Logger) *brokerWatch {
 	return &brokerWatch{seeds: seeds, log: log}
 }
 
-// OnBrokerConnect sees every dial, its error included.
+// OnBrokerConnect sees every dial, its error included. A dial cut short
+// by the client closing (Run ending) says nothing about the brokers.
 func (w *brokerWatch) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) {
+		return
+	}
 	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 	if err != nil {
 		w.dialFailed(addr, err, time.Now())

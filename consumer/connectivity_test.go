@@ -2,10 +2,13 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -92,5 +95,34 @@ func TestBrokersReachedLater(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestClosingDialIsNoOutage: a dial cut short because the client is
+// closing (Run cancelled before any broker answered) says nothing about the
+// brokers: it starts no outage, no readiness reason, and Run's error stays
+// nil. A refused dial still does.
+func TestClosingDialIsNoOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		unreach bool
+	}{
+		{"client closed", fmt.Errorf("unable to dial: %w", kgo.ErrClientClosed), false},
+		{"dial cancelled", fmt.Errorf("unable to dial: %w", context.Canceled), false},
+		{"refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := zerolog.Nop()
+			w := newBrokerWatch([]string{"127.0.0.1:1"}, &log)
+			w.OnBrokerConnect(kgo.BrokerMetadata{Host: "127.0.0.1", Port: 1}, 0, nil, tc.err)
+			err := w.neverReached()
+			if got := errors.Is(err, ErrUnreachable); got != tc.unreach {
+				t.Fatalf("neverReached after %q: %v, want unreachable %v", tc.err, err, tc.unreach)
+			}
+			if got := w.reason() != ""; got != tc.unreach {
+				t.Fatalf("reason after %q: %q, want one %v", tc.err, w.reason(), tc.unreach)
+			}
+		})
 	}
 }
