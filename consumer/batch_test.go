@@ -144,8 +144,8 @@ func TestBatchOrderWithFailures(t *testing.T) {
 		t.Error("no call had more than one message")
 	}
 	for _, r := range readDLQ(t, e, len(permanent)) {
-		if !permanent[string(r.Value)] || header(r, HeaderDLQReason) != ReasonPermanent {
-			t.Errorf("unexpected DLQ record %q (reason %q)", r.Value, header(r, HeaderDLQReason))
+		if !permanent[string(r.Value)] || Reason(header(r, HeaderDLQReason)) != ReasonPermanent {
+			t.Errorf("unexpected DLQ record %q (reason %q)", r.Value, Reason(header(r, HeaderDLQReason)))
 		}
 	}
 }
@@ -310,7 +310,7 @@ func TestBatchPermanentDeadLettersHead(t *testing.T) {
 		t.Fatalf("DLQ holds %d records, want a|2 then a|3", len(dlq))
 	}
 	for _, r := range dlq {
-		if header(r, HeaderDLQReason) != ReasonPermanent || header(r, HeaderDLQAttempts) != "1" {
+		if Reason(header(r, HeaderDLQReason)) != ReasonPermanent || header(r, HeaderDLQAttempts) != "1" {
 			t.Errorf("DLQ %q headers %v", r.Value, r.Headers)
 		}
 	}
@@ -334,7 +334,7 @@ func TestBatchRetriesExhausted(t *testing.T) {
 		})
 	checkCalls(t, got, vals(0), vals(1, 2, 3), vals(2, 3), vals(2, 3), vals(3))
 	r := readDLQ(t, e, 1)[0]
-	if string(r.Value) != "a|2" || header(r, HeaderDLQReason) != ReasonRetriesExhausted || header(r, HeaderDLQAttempts) != "3" {
+	if string(r.Value) != "a|2" || Reason(header(r, HeaderDLQReason)) != ReasonRetriesExhausted || header(r, HeaderDLQAttempts) != "3" {
 		t.Errorf("DLQ %q headers %v", r.Value, r.Headers)
 	}
 }

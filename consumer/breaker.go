@@ -88,23 +88,26 @@ func orDefault[T comparable](v *T, def T) {
 // BreakerStats is the circuit breaker's state (Stats.Breaker).
 type BreakerStats struct {
 	// Enabled reports whether Config.Breaker is on.
-	Enabled bool
+	Enabled bool `json:"enabled"`
 	// Open reports whether the breaker is open (fetching paused, lanes
 	// holding their records) and OpenedAt since when.
-	Open     bool
-	OpenedAt time.Time
+	Open     bool      `json:"open"`
+	OpenedAt time.Time `json:"opened_at"`
 	// Calls and Failures are the attempts in the window that opened the
 	// breaker while it is open, the attempts in the current window while
 	// it is closed.
-	Calls, Failures int
+	Calls    int `json:"calls"`
+	Failures int `json:"failures"`
 	// Opens counts the times the breaker opened, Probes the probe attempts
 	// and Excused the failed attempts not counted against their record's
 	// retry budget because the breaker was open.
-	Opens, Probes, Excused int64
+	Opens   int64 `json:"opens"`
+	Probes  int64 `json:"probes"`
+	Excused int64 `json:"excused"`
 	// HungProbes counts the probes given up as hung: still running past
 	// HandlerTimeout plus its grace, counted as failed so that another
 	// lane probes (their own lanes wait for them to return).
-	HungProbes int64
+	HungProbes int64 `json:"hung_probes"`
 }
 
 // outcome is what one attempt says about the dependency.

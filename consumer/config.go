@@ -2,9 +2,11 @@ package consumer
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"time"
 
+	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/metric"
@@ -69,12 +71,6 @@ type Config struct {
 	// Shards is the number of dispatch shards (lock stripes over the
 	// session → lane maps). Default: [DefaultShardsPerCPU] × GOMAXPROCS.
 	Shards int
-	// SessionIdle is validated and otherwise ignored.
-	//
-	// Deprecated: a session's lane, and its goroutine, now end as soon as
-	// its queue is empty; nothing waits for an idle period. Kept so that
-	// configurations setting it still build; it will be removed before v1.
-	SessionIdle time.Duration
 	// HandlerTimeout bounds each handler attempt through its context; a
 	// handler that ignores its context is reported and its lane waits for
 	// it to return. It may exceed RevokeTimeout (the defaults do): a revoke
@@ -169,6 +165,10 @@ type Config struct {
 	// budget spent, per recovered panic, per slow handler; never one per
 	// successful message. Default: disabled.
 	Logger *zerolog.Logger
+	// Slog, when set, receives the same lines through log/slog instead of
+	// Logger (set one of them, not both): franz-go's warnings, which lanes
+	// passes on, reach it too. Default: none.
+	Slog *slog.Logger
 
 	// TracerProvider creates the process spans (one per handler attempt).
 	// Default: otel.GetTracerProvider(), a no-op until the application
@@ -199,7 +199,6 @@ type Config struct {
 
 // Defaults applied by New to zero fields.
 const (
-	DefaultSessionIdle        = 30 * time.Second
 	DefaultHandlerTimeout     = time.Minute
 	DefaultMaxBufferedRecords = 4096
 	DefaultMaxPollRecords     = 512
@@ -278,7 +277,6 @@ func (cfg Config) validate() (Config, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"SessionIdle", &cfg.SessionIdle, DefaultSessionIdle},
 		{"HandlerTimeout", &cfg.HandlerTimeout, DefaultHandlerTimeout},
 		{"FetchMaxWait", &cfg.FetchMaxWait, DefaultFetchMaxWait},
 		{"CommitInterval", &cfg.CommitInterval, DefaultCommitInterval},
@@ -305,6 +303,13 @@ func (cfg Config) validate() (Config, error) {
 		if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
 			return cfg, err
 		}
+	}
+	if cfg.Slog != nil {
+		if cfg.Logger != nil {
+			return bad("Slog", "set Logger or Slog, not both")
+		}
+		l := tracing.FromSlog(cfg.Slog)
+		cfg.Logger = &l
 	}
 	if cfg.Logger == nil {
 		nop := zerolog.Nop()

@@ -3,10 +3,13 @@ package consumer
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -30,11 +33,12 @@ func TestConfigValidation(t *testing.T) {
 		{"negative shards", func(c *Config) { c.Shards = -1 }, "Shards"},
 		{"negative buffer", func(c *Config) { c.MaxBufferedRecords = -5 }, "MaxBufferedRecords"},
 		{"negative poll", func(c *Config) { c.MaxPollRecords = -1 }, "MaxPollRecords"},
-		{"negative idle", func(c *Config) { c.SessionIdle = -time.Second }, "SessionIdle"},
 		{"negative timeout", func(c *Config) { c.HandlerTimeout = -1 }, "HandlerTimeout"},
 		{"negative commit", func(c *Config) { c.CommitInterval = -1 }, "CommitInterval"},
 		{"negative revoke", func(c *Config) { c.RevokeTimeout = -1 }, "RevokeTimeout"},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -1 }, "ShutdownTimeout"},
+		{"two loggers", func(c *Config) { l := zerolog.Nop(); c.Logger, c.Slog = &l, slog.Default() }, "Slog"},
+		{"negative stall", func(c *Config) { c.StallTimeout = -time.Minute }, "StallTimeout"},
 		{"retry multiplier", func(c *Config) { c.Retry.Multiplier = 0.5 }, "Retry.Multiplier"},
 		{"retry jitter", func(c *Config) { c.Retry.Jitter = 2 }, "Retry.Jitter"},
 		{"retry attempts", func(c *Config) { c.Retry.MaxAttempts = -1 }, "Retry.MaxAttempts"},
@@ -75,7 +79,6 @@ func TestDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"SessionIdle", cfg.SessionIdle, DefaultSessionIdle},
 		{"HandlerTimeout", cfg.HandlerTimeout, DefaultHandlerTimeout},
 		{"MaxBufferedRecords", cfg.MaxBufferedRecords, DefaultMaxBufferedRecords},
 		{"MaxPollRecords", cfg.MaxPollRecords, DefaultMaxPollRecords},

@@ -21,16 +21,28 @@ func nopHandler() Handler {
 // failed dial already makes readyz say so (naming the broker and the
 // error), lanes warns once (not once per retry), franz-go's own warnings
 // reach the lanes logger, and Run, cancelled, returns an error naming the
-// brokers and the last error instead of nil.
+// brokers and the last error instead of nil. The same holds with the
+// lines sent to a log/slog logger (Config.Slog).
 func TestUnreachableBrokers(t *testing.T) {
+	for _, kind := range []string{"zerolog", "slog"} {
+		t.Run(kind, func(t *testing.T) { testUnreachableBrokers(t, kind) })
+	}
+}
+
+func testUnreachableBrokers(t *testing.T, kind string) {
 	addr := freeAddr(t)
 	logs := newLogCapture()
 	dials := newDialCounter()
-	c, err := New(Config{
+	cfg := Config{
 		Brokers: []string{addr}, Group: "g-unreachable", Topics: []string{"chats"}, DeadLetterTopic: "dlq",
-		Logger:        &logs.log,
 		ClientOptions: []kgo.Opt{kgo.WithHooks(dials)},
-	}, nopHandler())
+	}
+	if kind == "slog" {
+		cfg.Slog = logs.slog()
+	} else {
+		cfg.Logger = &logs.log
+	}
+	c, err := New(cfg, nopHandler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,12 +275,13 @@ func (c *Consumer) Stats() Stats {
 	}
 	s.dlqMu.Lock()
 	out.DeadLettered = s.dlq
-	out.DeadLetteredByReason = make(map[string]int64, len(s.dlqByWhy))
+	out.DeadLetteredByReason = make(map[Reason]int64, len(s.dlqByWhy))
 	for k, v := range s.dlqByWhy {
 		out.DeadLetteredByReason[k] = v
 	}
 	s.dlqMu.Unlock()
 	now := time.Now()
+	out.Partitions = []PartitionStats{}
 	for _, p := range c.own.all() {
 		out.Partitions = append(out.Partitions, p.stats(now))
 	}

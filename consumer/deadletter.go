@@ -22,18 +22,22 @@ const (
 	HeaderDLQReason    = "lanes-dlq-reason"    // one of the Reason constants
 )
 
+// Reason says why a record was dead-lettered: the value of its
+// lanes-dlq-reason header.
+type Reason string
+
 // Reasons written in the lanes-dlq-reason header.
 const (
 	// ReasonPermanent: the handler returned Permanent(err).
-	ReasonPermanent = "permanent"
+	ReasonPermanent Reason = "permanent"
 	// ReasonRetriesExhausted: the retry budget (attempts or time) is spent.
-	ReasonRetriesExhausted = "retries-exhausted"
+	ReasonRetriesExhausted Reason = "retries-exhausted"
 	// ReasonTimeout: the budget is spent and the last attempt hit
 	// HandlerTimeout.
-	ReasonTimeout = "timeout"
+	ReasonTimeout Reason = "timeout"
 	// ReasonStalled: the record held its partition's watermark past
 	// StallTimeout and SkipStalled is set.
-	ReasonStalled = "stalled"
+	ReasonStalled Reason = "stalled"
 )
 
 // maxErrorHeader bounds the lanes-dlq-error header.
@@ -89,7 +93,7 @@ func openDeadLetters(ctx context.Context, cfg *Config, admin *kadm.Client) (*dea
 // plus the lanes-dlq-* headers. The error text is cut to maxErrorHeader,
 // and further so the copy fits the topic's limit when the original is
 // close to it.
-func (d *deadLetters) record(r *kgo.Record, errText, reason string, attempts int) *kgo.Record {
+func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attempts int) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
 	h = append(h, r.Headers...)
 	h = append(h,

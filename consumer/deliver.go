@@ -89,7 +89,7 @@ func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err err
 		done = c.deadLetter(w, &w.msg, err, reason, span)
 		if done && span.IsRecording() {
 			span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
-				attribute.String("lanes.dlq.reason", reason), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+				attribute.String("lanes.dlq.reason", string(reason)), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
 		}
 		tracing.EndProcess(span, err)
 		return 0, true, done
@@ -107,7 +107,7 @@ func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err err
 }
 
 // giveUp returns the DLQ reason when err ends the retries at this attempt.
-func (c *Consumer) giveUp(err error, attempt int) string {
+func (c *Consumer) giveUp(err error, attempt int) Reason {
 	pol := c.cfg.Retry
 	switch {
 	case IsPermanent(err) && c.cfg.DeadLetterTopic != "":
@@ -118,7 +118,7 @@ func (c *Consumer) giveUp(err error, attempt int) string {
 	return ""
 }
 
-func exhaustedReason(err error) string {
+func exhaustedReason(err error) Reason {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return ReasonTimeout
 	}
@@ -177,7 +177,7 @@ func (c *Consumer) recordLog(span trace.Span, w *work) zerolog.Logger {
 // backoff; one that is not holds the partition, reported in Stats and the
 // log, and is tried again every Retry.MaxInterval, until an operator acts
 // (docs/consumer.md: a dead-letter copy that cannot be written).
-func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, span trace.Span) bool {
+func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, span trace.Span) bool {
 	w.claim.Lock()
 	defer w.claim.Unlock()
 	if w.p.isDone(w.seq) {
@@ -196,7 +196,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason string, s
 			w.p.markDone(w.seq) // also clears the partition's record of failed writes
 			c.stats.deadLettered(reason)
 			l := c.recordLog(span, w)
-			l.Warn().Int("attempts", m.Attempt).Str("reason", reason).AnErr("cause", cause).Msg("record dead-lettered")
+			l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Msg("record dead-lettered")
 			return true
 		}
 		if w.p.isFenced() {

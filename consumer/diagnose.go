@@ -25,7 +25,7 @@ func (c *Consumer) diagnose(out *Stats) {
 		}
 	}
 	now := time.Now().UnixNano()
-	var hot []SessionStats
+	hot := []SessionStats{}
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {

@@ -56,8 +56,8 @@ func TestDLQCopyFitsTopicLimit(t *testing.T) {
 	rec := newRecorder(1, func(context.Context, *Message) error { return Permanent(long) })
 	runAll(t, e.config("g-dlq-fit", "chats"), rec, 1)
 	got := readDLQ(t, e, 1)[0]
-	if len(got.Value) != 19500 || header(got, HeaderDLQReason) != ReasonPermanent {
-		t.Fatalf("DLQ copy: %d bytes, reason %q", len(got.Value), header(got, HeaderDLQReason))
+	if len(got.Value) != 19500 || Reason(header(got, HeaderDLQReason)) != ReasonPermanent {
+		t.Fatalf("DLQ copy: %d bytes, reason %q", len(got.Value), Reason(header(got, HeaderDLQReason)))
 	}
 	if n := len(header(got, HeaderDLQError)); n >= maxErrorHeader {
 		t.Fatalf("error header %d bytes: not cut to fit the topic limit", n)

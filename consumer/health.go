@@ -24,8 +24,9 @@ type Health struct {
 	// when each is set and cleared.
 	Ready bool `json:"ready"`
 	// Reasons lists what makes it not live or not ready, one line each,
-	// naming the partition, offset, session and since when.
-	Reasons []string `json:"reasons,omitempty"`
+	// naming the partition, offset, session and since when; empty (never
+	// nil) when it is ready.
+	Reasons []string `json:"reasons"`
 }
 
 // Health evaluates the consumer's health from its Stats.
@@ -34,7 +35,7 @@ func (c *Consumer) Health() Health {
 }
 
 func (c *Consumer) health(st Stats, now time.Time) Health {
-	h := Health{Live: c.ran.Load() && !c.returned.Load()}
+	h := Health{Live: c.ran.Load() && !c.returned.Load(), Reasons: []string{}}
 	switch {
 	case !c.ran.Load():
 		h.Reasons = append(h.Reasons, "not running: Run has not been called")

@@ -140,8 +140,8 @@ func TestSkipStalledStopsLane(t *testing.T) {
 	if s.DeadLettered != 1 || s.DeadLetteredByReason[ReasonStalled] != 1 {
 		t.Fatalf("dead-lettered %v, want one record, as stalled", s.DeadLetteredByReason)
 	}
-	if dlq := readDLQ(t, e, 1); string(dlq[0].Value) != "a|0" || header(dlq[0], HeaderDLQReason) != ReasonStalled {
-		t.Fatalf("DLQ holds %q (%s), want a|0 as stalled", dlq[0].Value, header(dlq[0], HeaderDLQReason))
+	if dlq := readDLQ(t, e, 1); string(dlq[0].Value) != "a|0" || Reason(header(dlq[0], HeaderDLQReason)) != ReasonStalled {
+		t.Fatalf("DLQ holds %q (%s), want a|0 as stalled", dlq[0].Value, Reason(header(dlq[0], HeaderDLQReason)))
 	}
 }
 

@@ -117,7 +117,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 			o.ObserveInt64(brkHung, st.Breaker.HungProbes, out.group)
 		}
 		for reason, n := range st.DeadLetteredByReason {
-			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", reason),
+			o.ObserveInt64(dlq, n, metric.WithAttributes(attribute.String("lanes.dlq.reason", string(reason)),
 				attribute.String("messaging.consumer.group.name", group)))
 		}
 		return nil

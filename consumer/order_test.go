@@ -62,7 +62,7 @@ func TestOrderWithFailures(t *testing.T) {
 			t.Errorf("unexpected DLQ record %q", r.Value)
 		}
 		want := map[string]string{
-			HeaderDLQTopic: "chats", HeaderDLQReason: ReasonPermanent, HeaderDLQAttempts: "1",
+			HeaderDLQTopic: "chats", HeaderDLQReason: string(ReasonPermanent), HeaderDLQAttempts: "1",
 			HeaderDLQError: "permanent: cannot parse request",
 		}
 		for k, v := range want {
@@ -107,7 +107,7 @@ func TestRetriesExhausted(t *testing.T) {
 		t.Errorf("a|1 handled %d times, want 4", attempts)
 	}
 	r := readDLQ(t, e, 1)[0]
-	if header(r, HeaderDLQReason) != ReasonRetriesExhausted || header(r, HeaderDLQAttempts) != "4" {
+	if Reason(header(r, HeaderDLQReason)) != ReasonRetriesExhausted || header(r, HeaderDLQAttempts) != "4" {
 		t.Errorf("DLQ headers %v", r.Headers)
 	}
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,23 @@ func newLogCapture() *logCapture {
 	lc := &logCapture{}
 	lc.log = zerolog.New(&lc.buf).Level(zerolog.DebugLevel)
 	return lc
+}
+
+// slog returns a log/slog logger writing into the same buffer, its lines
+// shaped as the zerolog logger's (message, lower-case level).
+func (lc *logCapture) slog() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(&lc.buf, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Value = slog.StringValue(strings.ToLower(a.Value.String()))
+			}
+			return a
+		},
+	}))
 }
 
 // lines returns the lines whose message contains msg, decoded.

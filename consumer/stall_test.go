@@ -57,8 +57,8 @@ func TestStall(t *testing.T) {
 				eventually(t, "skip to the DLQ", func() bool { return c.Stats().DeadLetteredByReason[ReasonStalled] == 1 })
 				eventually(t, "watermark past the stalled record", func() bool { return c.Stats().Partitions[0].Watermark == 6 })
 				r := readDLQ(t, e, 1)[0]
-				if header(r, HeaderDLQReason) != ReasonStalled || string(r.Value) != "a|0" {
-					t.Errorf("DLQ record %q reason %q", r.Value, header(r, HeaderDLQReason))
+				if Reason(header(r, HeaderDLQReason)) != ReasonStalled || string(r.Value) != "a|0" {
+					t.Errorf("DLQ record %q reason %q", r.Value, Reason(header(r, HeaderDLQReason)))
 				}
 			} else if wm := c.Stats().Partitions[0].Watermark; wm != 0 {
 				t.Errorf("report-only: watermark moved to %d", wm)

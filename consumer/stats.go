@@ -10,112 +10,113 @@ import (
 type Stats struct {
 	// Partitions has one entry per owned partition, sorted by topic and
 	// partition.
-	Partitions []PartitionStats
+	Partitions []PartitionStats `json:"partitions"`
 	// ActiveSessions is the number of sessions with work (lanes: records
 	// queued or running).
-	ActiveSessions int
+	ActiveSessions int `json:"active_sessions"`
 	// Processed counts records the handler finished successfully.
-	Processed int64
+	Processed int64 `json:"processed"`
 	// Retries counts handler attempts that failed and were retried.
-	Retries int64
+	Retries int64 `json:"retries"`
 	// DeadLettered counts records written to the dead-letter topic, and
 	// DeadLetteredByReason splits it by lanes-dlq-reason.
-	DeadLettered         int64
-	DeadLetteredByReason map[string]int64
+	DeadLettered         int64            `json:"dead_lettered"`
+	DeadLetteredByReason map[Reason]int64 `json:"dead_lettered_by_reason"`
 	// DeadLetterFailures counts failed DLQ writes (each was retried).
-	DeadLetterFailures int64
+	DeadLetterFailures int64 `json:"dead_letter_failures"`
 	// DeadLetterBlocked counts records whose dead-letter copy failed with
 	// an error that is not retriable (too large for the DLQ topic, not
 	// authorized): each holds its partition until an operator acts.
-	DeadLetterBlocked int64
+	DeadLetterBlocked int64 `json:"dead_letter_blocked"`
 	// Truncations counts fetches that found their partition's log
 	// truncated (offsets reused after an unclean leader election).
-	Truncations int64
+	Truncations int64 `json:"truncations"`
 	// Filtered counts records dropped by Config.Filter.
-	Filtered int64
+	Filtered int64 `json:"filtered"`
 	// SkippedDone counts records skipped because the commit metadata said
 	// they were completed before a restart or rebalance.
-	SkippedDone int64
+	SkippedDone int64 `json:"skipped_done"`
 	// Panics counts handler panics recovered.
-	Panics int64
+	Panics int64 `json:"panics"`
 	// SlowHandlers counts attempts that ran past HandlerTimeout (handlers
 	// ignoring their context).
-	SlowHandlers int64
+	SlowHandlers int64 `json:"slow_handlers"`
 	// Stalls counts partitions reported stalled (see Config.StallTimeout).
-	Stalls int64
+	Stalls int64 `json:"stalls"`
 	// RevokeOverruns counts partitions a revoke gave up while a handler of
 	// theirs still ran: it ignored the cancellation of its context, so the
 	// partition's next owner may have run its session at the same time.
-	RevokeOverruns int64
+	RevokeOverruns int64 `json:"revoke_overruns"`
 	// HotSessions are the sessions with the deepest lanes (records queued
 	// or running), deepest first, at most MaxHotSessions: the keys to look
 	// at when lag grows.
-	HotSessions []SessionStats
+	HotSessions []SessionStats `json:"hot_sessions"`
 	// Rebalances counts partition assignments received.
-	Rebalances int64
+	Rebalances int64 `json:"rebalances"`
 	// Commits and CommitFailures count commit requests; CommitLatency is
 	// the mean duration of a commit request.
-	Commits, CommitFailures int64
-	CommitLatency           time.Duration
+	Commits        int64         `json:"commits"`
+	CommitFailures int64         `json:"commit_failures"`
+	CommitLatency  time.Duration `json:"commit_latency"`
 	// Breaker is the circuit breaker's state (Config.Breaker); its zero
 	// value when the breaker is off.
-	Breaker BreakerStats
+	Breaker BreakerStats `json:"breaker"`
 }
 
 // PartitionStats describes one owned partition.
 type PartitionStats struct {
-	Topic     string
-	Partition int32
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 	// Watermark is the next offset to commit: every lower fetched offset
 	// is done. -1 before anything was fetched.
-	Watermark int64
+	Watermark int64 `json:"watermark"`
 	// Committed is the last offset this consumer committed; -1 if none yet.
-	Committed int64
+	Committed int64 `json:"committed"`
 	// HighWatermark is the partition's end offset as of the latest fetch
 	// response; -1 until the first fetch.
-	HighWatermark int64
+	HighWatermark int64 `json:"high_watermark"`
 	// Lag is HighWatermark − Watermark: records not yet done. -1 when
 	// unknown.
-	Lag int64
+	Lag int64 `json:"lag"`
 	// Buffered is the number of records queued in lanes, not started.
-	Buffered int
+	Buffered int `json:"buffered"`
 	// InFlight is the number of records whose handler is running.
-	InFlight int
+	InFlight int `json:"in_flight"`
 	// Pending is the number of fetched records at or above the watermark
 	// (unfinished, or finished above an unfinished one).
-	Pending int
+	Pending int `json:"pending"`
 	// Paused reports whether fetching of this partition is paused by
 	// backpressure.
-	Paused bool
+	Paused bool `json:"paused"`
 	// Stalled reports whether the watermark has been held by one record
 	// for StallTimeout or longer.
-	Stalled bool
+	Stalled bool `json:"stalled"`
 	// HeldAt is the offset of the record holding the watermark (-1 when
 	// nothing is pending) and HeldBySession its session ("" when unknown:
 	// no session key, or between lanes); WatermarkAge says for how long.
-	HeldAt        int64
-	HeldBySession string
+	HeldAt        int64  `json:"held_at"`
+	HeldBySession string `json:"held_by_session"`
 	// Draining reports that the partition is being revoked or shut down:
 	// it starts nothing more and waits for its running handlers.
-	Draining bool
+	Draining bool `json:"draining"`
 	// DeadLetterBlockedAt is the offset of a record held here because its
 	// dead-letter copy cannot be written (-1: none; the lowest such offset
 	// when several fail); DeadLetterError is the last error of that write
 	// and DeadLetterBlockedFor how long it has failed. They clear as soon
 	// as the record is done by any path: its copy written (by its lane or
 	// the stall skipper), its handler succeeding, skipped as stalled.
-	DeadLetterBlockedAt  int64
-	DeadLetterError      string
-	DeadLetterBlockedFor time.Duration
+	DeadLetterBlockedAt  int64         `json:"dead_letter_blocked_at"`
+	DeadLetterError      string        `json:"dead_letter_error"`
+	DeadLetterBlockedFor time.Duration `json:"dead_letter_blocked_for"`
 	// CommitError is the error of this partition's last commit when it
 	// failed ("" once a commit of it succeeds, or it has nothing left to
 	// commit), and CommitFailingFor how long its commits have failed.
-	CommitError      string
-	CommitFailingFor time.Duration
+	CommitError      string        `json:"commit_error"`
+	CommitFailingFor time.Duration `json:"commit_failing_for"`
 	// WatermarkAge is how long the watermark has not moved while records
 	// are pending (0 when nothing is pending). Sampled by the watchdog, so
 	// accurate to its interval (at most a second).
-	WatermarkAge time.Duration
+	WatermarkAge time.Duration `json:"watermark_age"`
 }
 
 type counters struct {
@@ -137,14 +138,14 @@ type counters struct {
 
 	dlqMu    sync.Mutex
 	dlq      int64
-	dlqByWhy map[string]int64
+	dlqByWhy map[Reason]int64
 }
 
-func (s *counters) deadLettered(reason string) {
+func (s *counters) deadLettered(reason Reason) {
 	s.dlqMu.Lock()
 	defer s.dlqMu.Unlock()
 	if s.dlqByWhy == nil {
-		s.dlqByWhy = map[string]int64{}
+		s.dlqByWhy = map[Reason]int64{}
 	}
 	s.dlq++
 	s.dlqByWhy[reason]++
@@ -152,13 +153,13 @@ func (s *counters) deadLettered(reason string) {
 
 // SessionStats describes one session with work.
 type SessionStats struct {
-	Session string
+	Session string `json:"session"`
 	// Depth is the number of the session's records queued or running.
-	Depth int
+	Depth int `json:"depth"`
 	// Running reports whether a record of the session is being handled,
 	// and RunningFor for how long its current attempt has run.
-	Running    bool
-	RunningFor time.Duration
+	Running    bool          `json:"running"`
+	RunningFor time.Duration `json:"running_for"`
 }
 
 // MaxHotSessions bounds Stats.HotSessions.

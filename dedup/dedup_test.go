@@ -267,7 +267,7 @@ func TestNoEventIDDeadLettered(t *testing.T) {
 		t.Fatalf("nothing dead-lettered: %v", ctx.Err())
 	}
 	header := func(k string) string { v, _ := eventid.Header(dead, k); return v }
-	if r, a := header(consumer.HeaderDLQReason), header(consumer.HeaderDLQAttempts); r != consumer.ReasonPermanent || a != "1" {
+	if r, a := header(consumer.HeaderDLQReason), header(consumer.HeaderDLQAttempts); r != string(consumer.ReasonPermanent) || a != "1" {
 		t.Fatalf("dead-lettered with reason %q after %s attempts, want %q after 1", r, a, consumer.ReasonPermanent)
 	}
 	if e := header(consumer.HeaderDLQError); !strings.Contains(e, dedup.ErrNoEventID.Error()) || !strings.Contains(e, "topic no-ids partition 0 offset 0") {

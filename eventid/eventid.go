@@ -14,8 +14,12 @@ var ErrMalformed = errors.New("eventid: malformed event ID")
 
 // Namespace is the UUIDv5 namespace of [ForSequence]: the SHA-1 name-based
 // UUID of "https://github.com/lanesdev/lanes/eventid" in the URL namespace.
-// It is fixed forever: changing it would change every deterministic ID.
-var Namespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/lanesdev/lanes/eventid"))
+// It is a constant, fixed forever: changing it would change every
+// deterministic ID.
+const Namespace = "76576640-2060-56b5-a2fd-d9ad14c81461"
+
+// namespace is Namespace parsed once.
+var namespace = uuid.MustParse(Namespace)
 
 // New returns a new UUIDv7 event ID: 48 bits of Unix milliseconds, then a
 // sub-millisecond counter, then random bits. IDs from one process sort in
@@ -38,7 +42,7 @@ func ForSequence(session string, seq uint64) string {
 	name = append(name, session...)
 	name = append(name, 0) // separator: "a1"+seq 2 differs from "a"+seq 12
 	name = strconv.AppendUint(name, seq, 10)
-	return uuid.NewSHA1(Namespace, name).String()
+	return uuid.NewSHA1(namespace, name).String()
 }
 
 // Parse checks that s is a UUID in canonical form

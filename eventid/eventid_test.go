@@ -10,8 +10,9 @@ import (
 
 // Golden values, checked independently with Python's uuid.uuid5.
 func TestForSequenceGolden(t *testing.T) {
-	if got := Namespace.String(); got != "76576640-2060-56b5-a2fd-d9ad14c81461" {
-		t.Fatalf("Namespace = %s", got)
+	want := uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/lanesdev/lanes/eventid"))
+	if namespace != want || Namespace != want.String() {
+		t.Fatalf("Namespace = %s, want the URL-namespace UUIDv5 %s", Namespace, want)
 	}
 	cases := []struct {
 		session string

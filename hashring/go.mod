@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/twmb/franz-go v1.22.3
+	go.uber.org/goleak v1.3.0
 )
 
 require (

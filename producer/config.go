@@ -3,8 +3,10 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/metric"
@@ -37,7 +39,11 @@ const (
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
 	Brokers []string
-	// Topic is the topic every message goes to. Required.
+	// Topic is where a message goes unless its send names another with
+	// WithTopic: one producer serves every topic of a service, and a
+	// session is hashed the same way whatever the topic. Default: none;
+	// then every send must use WithTopic (one that does not fails with
+	// ErrNoTopic).
 	Topic string
 	// Partitioning picks the partitioner. Default: PartitionKafka.
 	Partitioning Partitioning
@@ -52,6 +58,14 @@ type Config struct {
 	// CloseTimeout bounds how long Close waits for buffered messages to be
 	// delivered before failing the rest. Default: 10s.
 	CloseTimeout time.Duration
+	// Linger is how long franz-go holds a partition's batch open for more
+	// records before sending it. Default: [DefaultLinger], no wait: a
+	// synchronous Send (inside a request, say) is sent at once, and records
+	// still batch while earlier requests are in flight. franz-go's own
+	// default is 10ms, which every Send would pay; a producer used only
+	// through SendAsync at a high rate may set a few milliseconds to send
+	// fewer, larger batches. A kgo.ProducerLinger in ClientOptions wins.
+	Linger time.Duration
 	// MaxMessageBytes is the largest value the producer accepts, checked
 	// before sending; keep it at or below the topic's max.message.bytes.
 	// Default: 1,000,000 bytes (franz-go's batch limit, just under Kafka's
@@ -60,6 +74,9 @@ type Config struct {
 	// Logger receives the producer's own log lines (failed deliveries).
 	// Default: disabled.
 	Logger *zerolog.Logger
+	// Slog, when set, receives the producer's log lines through log/slog
+	// instead of Logger (set one of them, not both). Default: none.
+	Slog *slog.Logger
 	// TracerProvider creates a "send" span (PRODUCER) per message and its
 	// context is written into the record's headers. Default:
 	// otel.GetTracerProvider(), a no-op until the application sets one.
@@ -78,9 +95,10 @@ type Config struct {
 
 // Defaults applied by New.
 const (
-	DefaultDeliveryTimeout = 30 * time.Second
-	DefaultCloseTimeout    = 10 * time.Second
-	DefaultMaxMessageBytes = 1_000_000
+	DefaultDeliveryTimeout               = 30 * time.Second
+	DefaultCloseTimeout                  = 10 * time.Second
+	DefaultMaxMessageBytes               = 1_000_000
+	DefaultLinger          time.Duration = 0
 )
 
 func (cfg Config) validate() (Config, error) {
@@ -95,9 +113,6 @@ func (cfg Config) validate() (Config, error) {
 			return bad("Brokers", "entry %d is empty", i)
 		}
 	}
-	if cfg.Topic == "" {
-		return bad("Topic", "required")
-	}
 	if cfg.Partitioning != PartitionKafka && cfg.Partitioning != PartitionJump {
 		return bad("Partitioning", "unknown value %d", cfg.Partitioning)
 	}
@@ -106,6 +121,9 @@ func (cfg Config) validate() (Config, error) {
 	}
 	if cfg.CloseTimeout < 0 {
 		return bad("CloseTimeout", "must not be negative, got %v", cfg.CloseTimeout)
+	}
+	if cfg.Linger < 0 {
+		return bad("Linger", "must not be negative, got %v", cfg.Linger)
 	}
 	if cfg.MaxMessageBytes < 0 {
 		return bad("MaxMessageBytes", "must not be negative, got %d", cfg.MaxMessageBytes)
@@ -118,6 +136,13 @@ func (cfg Config) validate() (Config, error) {
 	}
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.Slog != nil {
+		if cfg.Logger != nil {
+			return bad("Slog", "set Logger or Slog, not both")
+		}
+		l := tracing.FromSlog(cfg.Slog)
+		cfg.Logger = &l
 	}
 	if cfg.Logger == nil {
 		nop := zerolog.Nop()

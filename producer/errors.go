@@ -25,6 +25,9 @@ var (
 	ErrClosed = errors.New("producer: closed")
 	// ErrBadEventID: WithEventID was given a malformed ID.
 	ErrBadEventID = errors.New("producer: bad event ID")
+	// ErrNoTopic: the send named no topic (WithTopic) and Config.Topic is
+	// empty.
+	ErrNoTopic = errors.New("producer: no topic: set Config.Topic or send WithTopic")
 	// ErrTimeout: the message was not acknowledged within DeliveryTimeout.
 	ErrTimeout = errors.New("producer: delivery timed out")
 )

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -52,6 +53,7 @@ func New(cfg Config) (*Producer, error) {
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RecordPartitioner(partitioner(cfg.Partitioning)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+		kgo.ProducerLinger(cfg.Linger),
 	}
 	if cfg.MaxMessageBytes > 1_000_000 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.MaxMessageBytes+batchOverhead)))
@@ -126,7 +128,6 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 	}
 	p.inflight.Add(1)
 	start := time.Now()
-	rec.Topic = p.cfg.Topic
 	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
 	p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
@@ -135,8 +136,8 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
 		if err != nil {
 			p.failed.Add(1)
-			err = classify(p.cfg.Topic, err)
-			p.cfg.Logger.Debug().Err(err).Str("session", sessionID).Str("event_id", id).Msg("send failed")
+			err = classify(rec.Topic, err)
+			p.cfg.Logger.Debug().Err(err).Str("topic", rec.Topic).Str("session", sessionID).Str("event_id", id).Msg("send failed")
 			done(Result{EventID: id}, err)
 			return
 		}
@@ -160,11 +161,15 @@ func (p *Producer) record(sessionID string, value []byte, opts []SendOption) (*k
 	for _, opt := range opts {
 		opt(&o)
 	}
+	topic := cmp.Or(o.topic, p.cfg.Topic)
+	if topic == "" {
+		return nil, ErrNoTopic
+	}
 	id, err := o.resolveEventID(sessionID)
 	if err != nil {
 		return nil, err
 	}
-	rec := &kgo.Record{Key: []byte(sessionID), Value: value, Headers: o.headers}
+	rec := &kgo.Record{Topic: topic, Key: []byte(sessionID), Value: value, Headers: o.headers}
 	eventid.Stamp(rec, id, sessionID)
 	return rec, nil
 }

@@ -1,9 +1,11 @@
 package producer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -268,7 +271,8 @@ func TestBadInput(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]Config{
 		"Brokers":         {Topic: "t"},
-		"Topic":           {Brokers: []string{"b:1"}},
+		"Linger":          {Brokers: []string{"b:1"}, Linger: -time.Millisecond},
+		"Slog":            {Brokers: []string{"b:1"}, Slog: slog.Default(), Logger: &nopLog},
 		"Partitioning":    {Brokers: []string{"b:1"}, Topic: "t", Partitioning: 9},
 		"DeliveryTimeout": {Brokers: []string{"b:1"}, Topic: "t", DeliveryTimeout: -1},
 		"MaxMessageBytes": {Brokers: []string{"b:1"}, Topic: "t", MaxMessageBytes: -1},
@@ -276,6 +280,98 @@ func TestConfigErrors(t *testing.T) {
 	for field, cfg := range cases {
 		if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+// TestWithTopic: one producer serves several topics; a session lands on the
+// same partition of each (same partition count), in send order per topic; a
+// send with no topic at all fails with ErrNoTopic.
+func TestWithTopic(t *testing.T) {
+	c := cluster(t, 6, "chat", "audit")
+	ctx := context.Background()
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "chat"})
+	for i := range 3 {
+		a, err := p.Send(ctx, "chat-7", []byte(fmt.Sprint("audit ", i)), WithTopic("audit"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := p.Send(ctx, "chat-7", []byte(fmt.Sprint("chat ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Partition != d.Partition {
+			t.Fatalf("session on partition %d of audit, %d of chat", a.Partition, d.Partition)
+		}
+	}
+	for topic, want := range map[string]string{"audit": "audit ", "chat": "chat "} {
+		for i, r := range readAll(t, c, topic, 3) {
+			if r.Topic != topic || string(r.Value) != fmt.Sprint(want, i) {
+				t.Errorf("%s record %d: %s %q", topic, i, r.Topic, r.Value)
+			}
+		}
+	}
+	none := newProducer(t, Config{Brokers: c.ListenAddrs()})
+	if _, err := none.Send(ctx, "s", []byte("x")); !errors.Is(err, ErrNoTopic) {
+		t.Errorf("no topic: %v, want ErrNoTopic", err)
+	}
+	if _, err := none.Send(ctx, "s", []byte("x"), WithTopic("audit")); err != nil {
+		t.Errorf("no default topic, WithTopic: %v", err)
+	}
+}
+
+var nopLog = zerolog.Nop()
+
+// TestSlog: a failed delivery is logged through Config.Slog, naming the
+// topic and the session.
+func TestSlog(t *testing.T) {
+	c := cluster(t, 1, "chat")
+	var buf syncBuffer
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), DeliveryTimeout: time.Second,
+		Slog: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if _, err := p.Send(context.Background(), "s-1", []byte("x"), WithTopic("no-such-topic")); err == nil {
+		t.Fatal("send to a missing topic succeeded")
+	}
+	if got := buf.String(); !strings.Contains(got, `"msg":"send failed"`) ||
+		!strings.Contains(got, `"topic":"no-such-topic"`) || !strings.Contains(got, `"session":"s-1"`) {
+		t.Fatalf("slog output %q: want the failed send with its topic and session", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the client's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLinger: a synchronous Send does not wait for franz-go's 10ms linger
+// unless asked to; a client option still wins.
+func TestLinger(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want time.Duration
+	}{
+		{"default", Config{}, DefaultLinger},
+		{"set", Config{Linger: 5 * time.Millisecond}, 5 * time.Millisecond},
+		{"client option", Config{Linger: 5 * time.Millisecond, ClientOptions: []kgo.Opt{kgo.ProducerLinger(time.Second)}}, time.Second},
+	} {
+		tc.cfg.Brokers = []string{"127.0.0.1:1"}
+		p := newProducer(t, tc.cfg)
+		if got := p.cl.OptValue(kgo.ProducerLinger); got != tc.want {
+			t.Errorf("%s: client linger %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
