@@ -86,7 +86,8 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 	b := make([]*work, 0, len(taken))
 	for _, w := range taken {
 		if w.p.start(w.seq) {
-			w.msg = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Attempt: 1}
+			w.msg = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec),
+				Group: c.cfg.Group, Attempt: 1}
 			b = append(b, w)
 		}
 	}

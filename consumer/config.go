@@ -110,8 +110,9 @@ type Config struct {
 	// FetchMaxWait is how long the broker may hold a fetch that has no new
 	// data. A resumed partition joins the next fetch only after the
 	// in-flight one returns, so this bounds how long backpressure keeps a
-	// drained partition idle. Default: [DefaultFetchMaxWait] (franz-go's
-	// own default is 5s).
+	// drained partition idle. A kgo.FetchMaxWait in ClientOptions wins
+	// over it (ClientOptions come last). Default: [DefaultFetchMaxWait]
+	// (franz-go's own default is 5s).
 	FetchMaxWait time.Duration
 	// CommitInterval is how often the watermarks of owned partitions are
 	// committed (only those that moved). Default: [DefaultCommitInterval].

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -134,5 +135,33 @@ func TestPermanent(t *testing.T) {
 	}
 	if IsPermanent(base) || Permanent(nil) != nil {
 		t.Fatal("plain error reported permanent, or Permanent(nil) != nil")
+	}
+}
+
+// TestFetchMaxWaitPrecedence: Config.FetchMaxWait reaches the client, and
+// a kgo.FetchMaxWait in ClientOptions wins over it, as documented.
+func TestFetchMaxWaitPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want time.Duration
+	}{
+		{"default", Config{}, DefaultFetchMaxWait},
+		{"config", Config{FetchMaxWait: time.Second}, time.Second},
+		{"client option", Config{FetchMaxWait: time.Second, ClientOptions: []kgo.Opt{kgo.FetchMaxWait(2 * time.Second)}}, 2 * time.Second},
+	} {
+		tc.cfg.Brokers, tc.cfg.Group, tc.cfg.Topics, tc.cfg.DeadLetterTopic = []string{"127.0.0.1:1"}, "g", []string{"t"}, "d"
+		c, err := New(tc.cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(c.clientOpts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cl.OptValue(kgo.FetchMaxWait); got != tc.want {
+			t.Errorf("%s: client FetchMaxWait %v, want %v", tc.name, got, tc.want)
+		}
+		cl.Close()
 	}
 }

@@ -31,7 +31,7 @@ func (c *Consumer) process(l *lane, w *work) {
 // the record was durably dead-lettered here.
 func (c *Consumer) deliver(l *lane, w *work) bool {
 	m := &w.msg
-	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec)}
+	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	spent := 0             // attempts counted against the budget (not excused by the breaker)
 	for attempt := 1; ; attempt++ {

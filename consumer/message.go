@@ -17,6 +17,8 @@ type Message struct {
 	// EventID is the value of the lanes-event-id header; "" when absent.
 	// It is not validated: use eventid.Parse to check it.
 	EventID string
+	// Group is the consumer group that received it (Config.Group).
+	Group string
 	// Attempt is 1 on the first delivery to the handler and grows by one
 	// on each retry. In a batch (NewBatch) it is 1 plus the failed calls
 	// in which the message was the first one not done.

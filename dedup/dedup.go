@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,12 +13,15 @@ import (
 )
 
 // Config configures a [Dedup]. The zero value of every field except Store
-// and Group means its documented default.
+// means its documented default.
 type Config struct {
 	// Store keeps the claims and done marks. Required.
 	Store Store
-	// Group names whose events these are: usually the consumer group, so
-	// that two groups reading one topic each apply every event. Required.
+	// Group names whose events these are, so that two groups reading one
+	// topic each apply every event. Default: the consumer group of each
+	// message (Message.Group), which is what a service wants unless two
+	// groups must share their marks (a blue/green pair of groups that must
+	// not both apply an event: give both the same Group).
 	Group string
 	// ClaimTTL is how long a claim holds the event against other
 	// attempts. Keep it above the consumer's HandlerTimeout: a claim that
@@ -92,9 +96,6 @@ func New(cfg Config) (*Dedup, error) {
 	if cfg.Store == nil {
 		return bad("Store", "required")
 	}
-	if cfg.Group == "" {
-		return bad("Group", "required")
-	}
 	durs := []struct {
 		name string
 		v    *time.Duration
@@ -145,13 +146,17 @@ func (d *Dedup) Middleware(next consumer.Handler) consumer.Handler {
 		if id == "" { // RunWithoutDedup
 			return next.Handle(ctx, m)
 		}
-		token := newToken()
-		st, err := d.claim(ctx, id, token)
+		g := cmp.Or(d.cfg.Group, m.Group)
+		if g == "" {
+			return fmt.Errorf("%w: Group: the message names no consumer group; set Config.Group", ErrConfig)
+		}
+		c := claimOf{group: g, id: id, token: newToken()}
+		st, err := d.claim(ctx, c)
 		if err != nil || st == Done {
 			return err
 		}
 		d.ran.Add(1)
-		return d.run(ctx, next, m, id, token)
+		return d.run(ctx, next, m, c)
 	})
 }
 
@@ -173,26 +178,29 @@ func (d *Dedup) key(m *consumer.Message) (string, error) {
 	return id, err
 }
 
-// run calls next under the claim on id and settles it: marked done when
+// claimOf is one attempt's claim: the event id in group, held with token.
+type claimOf struct{ group, id, token string }
+
+// run calls next under the claim c and settles it: marked done when
 // next succeeds, released when it fails or panics. A panic goes on to the
 // consumer (which counts it and retries) with the claim already released:
 // left behind, it would hold the retry until ClaimTTL.
-func (d *Dedup) run(ctx context.Context, next consumer.Handler, m *consumer.Message, id, token string) error {
+func (d *Dedup) run(ctx context.Context, next consumer.Handler, m *consumer.Message, c claimOf) error {
 	returned := false
 	defer func() {
 		if !returned { // a panic (or runtime.Goexit) unwinds through here
-			d.release(ctx, id, token)
+			d.release(ctx, c)
 		}
 	}()
 	herr := next.Handle(ctx, m)
 	returned = true
 	if herr != nil {
-		d.release(ctx, id, token)
+		d.release(ctx, c)
 		return herr
 	}
 	mctx, cancel := d.markCtx(ctx)
 	defer cancel()
-	if err := d.cfg.Store.Done(mctx, d.cfg.Group, id); err != nil {
+	if err := d.cfg.Store.Done(mctx, c.group, c.id); err != nil {
 		// The effect is applied: failing the attempt would run it
 		// again once the claim expires. Succeed; only a redelivery
 		// (a crash before the commit) can repeat it.
@@ -201,12 +209,12 @@ func (d *Dedup) run(ctx context.Context, next consumer.Handler, m *consumer.Mess
 	return nil
 }
 
-// release drops the claim on id after its handler failed, so that the
+// release drops the claim c after its handler failed, so that the
 // retry, or a replay from the dead-letter topic, runs it at once.
-func (d *Dedup) release(ctx context.Context, id, token string) {
+func (d *Dedup) release(ctx context.Context, c claimOf) {
 	mctx, cancel := d.markCtx(ctx)
 	defer cancel()
-	if err := d.cfg.Store.Release(mctx, d.cfg.Group, id, token); err != nil {
+	if err := d.cfg.Store.Release(mctx, c.group, c.id, c.token); err != nil {
 		d.markEr.Add(1) // the claim expires by itself
 	}
 }
@@ -217,15 +225,15 @@ func (d *Dedup) markCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.MarkTimeout)
 }
 
-// claim claims id, waiting while another holds it; it returns Claimed or
+// claim takes c, waiting while another holds its event; it returns Claimed or
 // Done, or an error.
-func (d *Dedup) claim(ctx context.Context, id, token string) (State, error) {
+func (d *Dedup) claim(ctx context.Context, c claimOf) (State, error) {
 	waited := false
 	for {
-		st, err := d.cfg.Store.Claim(ctx, d.cfg.Group, id, token, d.cfg.ClaimTTL)
+		st, err := d.cfg.Store.Claim(ctx, c.group, c.id, c.token, d.cfg.ClaimTTL)
 		if err != nil {
 			d.storeErr.Add(1)
-			return 0, fmt.Errorf("%w: claim %s: %w", ErrStore, id, err)
+			return 0, fmt.Errorf("%w: claim %s (group %s): %w", ErrStore, c.id, c.group, err)
 		}
 		switch st {
 		case Claimed:
@@ -243,7 +251,7 @@ func (d *Dedup) claim(ctx context.Context, id, token string) (State, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return 0, fmt.Errorf("%w: %s: %w", ErrBusy, id, ctx.Err())
+			return 0, fmt.Errorf("%w: %s: %w", ErrBusy, c.id, ctx.Err())
 		}
 	}
 }

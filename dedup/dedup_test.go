@@ -66,7 +66,6 @@ func TestConfig(t *testing.T) {
 		field string
 	}{
 		{dedup.Config{Group: "g"}, "Store"},
-		{dedup.Config{Store: store}, "Group"},
 		{dedup.Config{Store: store, Group: "g", ClaimTTL: -1}, "ClaimTTL"},
 		{dedup.Config{Store: store, Group: "g", WaitInterval: -1}, "WaitInterval"},
 		{dedup.Config{Store: store, Group: "g", MarkTimeout: -1}, "MarkTimeout"},
@@ -106,6 +105,51 @@ func (markFails) Release(context.Context, string, string, string) error { return
 
 func message(id string) *consumer.Message {
 	return &consumer.Message{Record: &kgo.Record{Topic: "t", Partition: 1, Offset: 7}, EventID: id, Attempt: 1}
+}
+
+// groups records the group of every claim.
+type groups struct {
+	dedup.Store
+	seen []string
+}
+
+func (g *groups) Claim(ctx context.Context, group, id, token string, ttl time.Duration) (dedup.State, error) {
+	g.seen = append(g.seen, group)
+	return g.Store.Claim(ctx, group, id, token, ttl)
+}
+
+// TestGroup: with no Config.Group the marks are kept under each message's
+// consumer group; a Config.Group overrides it (groups that share marks); a
+// message naming no group with no Config.Group fails with ErrConfig
+// without running the handler.
+func TestGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg, msg, want string
+	}{
+		{"derived", "", "orders", "orders"},
+		{"shared", "orders-blue-green", "orders-green", "orders-blue-green"},
+		{"none", "", "", ""},
+	} {
+		store := &groups{Store: newMemory(t)}
+		d, err := dedup.New(dedup.Config{Store: store, Group: tc.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		m := message("e1")
+		m.Group = tc.msg
+		err = d.Middleware(consumer.HandlerFunc(func(context.Context, *consumer.Message) error { ran++; return nil })).
+			Handle(context.Background(), m)
+		if tc.want == "" {
+			if !errors.Is(err, dedup.ErrConfig) || ran != 0 || len(store.seen) != 0 {
+				t.Errorf("%s: error %v, ran %d, claims %v; want ErrConfig and nothing run", tc.name, err, ran, store.seen)
+			}
+			continue
+		}
+		if err != nil || ran != 1 || len(store.seen) != 1 || store.seen[0] != tc.want {
+			t.Errorf("%s: error %v, ran %d, claims in %v; want one run under %q", tc.name, err, ran, store.seen, tc.want)
+		}
+	}
 }
 
 // TestStoreErrors: a claim that fails fails the attempt without running the

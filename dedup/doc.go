@@ -6,7 +6,7 @@
 // Put a [Dedup]'s Middleware first in consumer.Config.Middleware (or after
 // middleware that must see every delivery, such as metrics):
 //
-//	d, _ := dedup.New(dedup.Config{Store: store, Group: "payments"})
+//	d, _ := dedup.New(dedup.Config{Store: store}) // marks kept under the consumer group
 //	c, _ := consumer.New(consumer.Config{..., Group: "payments",
 //		Middleware: []consumer.Middleware{d.Middleware}}, handler)
 //
