@@ -8,9 +8,17 @@
 // accounted for.
 //
 // A test sends with [Ledger.Send] (or records acknowledgements itself with
-// [Ledger.Sent]), wraps its handler with [Ledger.Handler], runs the consumer
-// with [Run], reads the dead-letter topic with [ReadDeadLetters] and asserts
-// [Report.Err] is nil. lanes' own integration suite and its demo use the same
+// [Ledger.Sent]), wraps its handler with [Ledger.Handler] (or, for a service
+// that builds its own consumer, adds [Ledger.Middleware] to its middleware
+// list), runs the consumer or the service with [Run], reads the dead-letter
+// topic with [ReadDeadLetters] and asserts [Report.Err] is nil.
+//
+// With deduplication (module dedup), the ledger goes inside it: list the
+// dedup middleware first and the ledger's after it, so the ledger records
+// the calls that reached the handler. The report then tells a redelivery
+// of one record (Report.Redeliveries: a crash before the commit) from a
+// producer's re-send of the same event ID on a new record
+// (Report.Resends), which is what dedup removes. lanes' own integration suite and its demo use the same
 // kit, on the embedded broker and on real Kafka.
 //
 // The package imports the lanes consumer and producer, so the consumer's own

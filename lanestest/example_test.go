@@ -65,3 +65,49 @@ func Example() {
 	// violations 0 overlaps 0 lost 0
 	// <nil>
 }
+
+// chatService stands for a service that builds and hides its own consumer;
+// its test reaches the consumer only through the middleware list it takes.
+type chatService struct{ c *consumer.Consumer }
+
+func newChatService(brokers []string, mw ...consumer.Middleware) (*chatService, error) {
+	c, err := consumer.New(consumer.Config{Brokers: brokers, Group: "chat-service", Topics: []string{"chat"},
+		DeadLetterTopic: "chat-dlq", Middleware: mw},
+		consumer.HandlerFunc(func(context.Context, *consumer.Message) error { return nil }))
+	return &chatService{c}, err
+}
+
+func (s *chatService) Run(ctx context.Context) error { return s.c.Run(ctx) }
+
+// A service that hides its consumer is checked by adding the ledger's
+// middleware (inside any dedup middleware) and running the service itself.
+func ExampleLedger_Middleware() {
+	b, err := lanestest.NewBroker(2, "chat", "chat-dlq")
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := lanestest.NewLedger()
+	p, err := producer.New(producer.Config{Brokers: b.Addrs(), Topic: "chat"})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+	for seq := range 3 {
+		if err := l.Send(ctx, p, "chat-1", seq, []byte("hello")); err != nil {
+			panic(err)
+		}
+	}
+	svc, err := newChatService(b.Addrs(), l.Middleware("member-1"))
+	if err != nil {
+		panic(err)
+	}
+	if err := lanestest.Run(ctx, svc, l, l.SentCount(), b, "chat-dlq"); err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Report())
+	// Output:
+	// sessions 1, messages 3, calls 3: violations 0, overlaps 0, regressions 0, lost 0, duplicates 0 (redelivered 0, re-sent 0), DLQ 0
+}

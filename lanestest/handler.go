@@ -17,6 +17,15 @@ func (l *Ledger) Handler(member string, h consumer.Handler) consumer.Handler {
 	return Record(member, l.Handled, h)
 }
 
+// Middleware is Handler as a consumer.Middleware, for a consumer built
+// elsewhere (a service's own constructor): add l.Middleware(member) to the
+// service's Config.Middleware in the test. Put it inside any
+// deduplication middleware (after it in the list): the ledger must see the
+// calls that reached the handler, not the duplicates dedup skipped.
+func (l *Ledger) Middleware(member string) consumer.Middleware {
+	return func(h consumer.Handler) consumer.Handler { return l.Handler(member, h) }
+}
+
 // Record wraps h so that every call is passed to record when it returns,
 // before the consumer sees its outcome: a Ledger's Handled, or a writer
 // that appends calls to a file (a consumer in a child process). Seq is -1:

@@ -32,9 +32,16 @@ func id(session string, seq int) string { return session + "-" + strconv.Itoa(se
 
 // call records a call of member on session's seq from start to end (ms):
 // ok is success, final marks the message ended (success or permanent).
+// The record is at offset seq.
 func (h *history) call(member, session string, seq, start, end int, ok, final bool) {
+	h.callAt(member, session, seq, int64(seq), start, end, ok, final)
+}
+
+// callAt is call on the record at offset: a message re-sent by the
+// producer has the same event ID at another offset.
+func (h *history) callAt(member, session string, seq int, offset int64, start, end int, ok, final bool) {
 	at := func(ms int) time.Time { return h.t0.Add(time.Duration(ms) * time.Millisecond) }
-	h.l.Handled(Call{Member: member, Session: session, Seq: -1, EventID: id(session, seq),
+	h.l.Handled(Call{Member: member, Session: session, Seq: -1, EventID: id(session, seq), Offset: offset,
 		Start: at(start), End: at(end), OK: ok, Final: final})
 }
 
@@ -72,7 +79,12 @@ func TestLedgerCatches(t *testing.T) {
 			h.call("x", "a", 0, 0, 10, true, true)
 			h.call("x", "a", 1, 10, 20, true, true)
 			h.call("x", "a", 0, 20, 30, true, true) // redelivered to the same member
-		}, Report{Duplicates: 1, Regressions: 1}},
+		}, Report{Duplicates: 1, Redeliveries: 1, Regressions: 1}},
+		{"re-sent by the producer", func(h *history) {
+			h.call("x", "a", 0, 0, 10, true, true)
+			h.call("x", "a", 1, 10, 20, true, true)
+			h.callAt("x", "a", 1, 2, 20, 30, true, true) // the same event ID again, at offset 2
+		}, Report{Duplicates: 1, Resends: 1}},
 		{"dead-lettered", func(h *history) {
 			h.call("x", "a", 0, 0, 10, false, true) // permanent failure
 			h.l.DeadLettered(id("a", 0), "permanent")
@@ -90,7 +102,8 @@ func TestLedgerCatches(t *testing.T) {
 			tc.feed(h)
 			r := h.l.Report()
 			got := Report{Violations: r.Violations, Overlaps: r.Overlaps, Regressions: r.Regressions,
-				Lost: r.Lost, Duplicates: r.Duplicates, DeadLettered: r.DeadLettered}
+				Lost: r.Lost, Duplicates: r.Duplicates, Redeliveries: r.Redeliveries, Resends: r.Resends,
+				DeadLettered: r.DeadLettered}
 			if got.String() != tc.want.String() {
 				t.Fatalf("report %v\nwant   %v\n%v", r, tc.want, r.Details)
 			}

@@ -25,8 +25,18 @@ type Report struct {
 	// Lost: acknowledged, but neither finished by a handler nor
 	// dead-lettered.
 	Lost int
-	// Duplicates: successful handler calls beyond the first per message.
+	// Duplicates: successful handler calls beyond the first per message,
+	// Redeliveries plus Resends.
 	Duplicates int
+	// Redeliveries: successful calls of a record (one partition and
+	// offset) beyond its first: the consumer handed the same record again,
+	// after a crash or a lost partition before its commit.
+	Redeliveries int
+	// Resends: successful calls of a message on a record other than the
+	// one first handled, carrying the same event ID: the producer sent it
+	// again (a retry after a timeout, say). Deduplication by event ID
+	// (module dedup) is what removes these.
+	Resends int
 	// DeadLettered: acknowledged messages found in the dead-letter topic.
 	DeadLettered int
 	// Details lists the first few problems, for a test log.
@@ -34,8 +44,9 @@ type Report struct {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("sessions %d, messages %d, calls %d: violations %d, overlaps %d, regressions %d, lost %d, duplicates %d, DLQ %d",
-		r.Sessions, r.Messages, r.Calls, r.Violations, r.Overlaps, r.Regressions, r.Lost, r.Duplicates, r.DeadLettered)
+	return fmt.Sprintf("sessions %d, messages %d, calls %d: violations %d, overlaps %d, regressions %d, lost %d, duplicates %d (redelivered %d, re-sent %d), DLQ %d",
+		r.Sessions, r.Messages, r.Calls, r.Violations, r.Overlaps, r.Regressions, r.Lost, r.Duplicates,
+		r.Redeliveries, r.Resends, r.DeadLettered)
 }
 
 // Err returns nil when no guarantee was broken: no order violation, no
@@ -46,6 +57,12 @@ func (r Report) Err(allowRegressions bool) error {
 		return errors.New("lanes guarantee broken: " + r.String())
 	}
 	return nil
+}
+
+// recordAt is where a record is: its partition and offset.
+type recordAt struct {
+	partition int32
+	offset    int64
 }
 
 // Report checks every message of every session.
@@ -67,7 +84,7 @@ func (l *Ledger) Report() Report {
 		sessions[k.session] = true
 	}
 	finishAt := map[msgKey]time.Time{} // earliest end of a final call
-	oks := map[msgKey]int{}
+	oks := map[msgKey]map[recordAt]int{} // successful calls per record of the message
 	for i, c := range calls {
 		k, ok := sent[c.EventID]
 		if !ok {
@@ -84,13 +101,20 @@ func (l *Ledger) Report() Report {
 			}
 		}
 		if c.OK {
-			oks[k]++
+			if oks[k] == nil {
+				oks[k] = map[recordAt]int{}
+			}
+			oks[k][recordAt{c.Partition, c.Offset}]++
 		}
 	}
 	r.Sessions = len(sessions)
-	for _, n := range oks {
-		r.Duplicates += n - 1
+	for _, recs := range oks {
+		r.Resends += len(recs) - 1
+		for _, n := range recs {
+			r.Redeliveries += n - 1
+		}
 	}
+	r.Duplicates = r.Redeliveries + r.Resends
 	dead := map[msgKey]bool{}
 	for id := range dlq {
 		if k, ok := sent[id]; ok {

@@ -11,6 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// Runner is what Run runs: a *consumer.Consumer, or a service that owns
+// one and runs it until its context ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
 // Run runs c until want messages recorded in l are accounted for (finished
 // by the handler or, with a dead-letter topic to watch, found there), then
 // cancels it and returns Run's error: nil after a clean drain, commit and
@@ -20,7 +26,7 @@ import (
 // With dlq set, records reaching the dead-letter topic (on b) are recorded
 // as they arrive, so that messages that exhausted their retries count too,
 // and once the consumer stopped the topic is read to its end.
-func Run(ctx context.Context, c *consumer.Consumer, l *Ledger, want int, b *Broker, dlq string) error {
+func Run(ctx context.Context, c Runner, l *Ledger, want int, b *Broker, dlq string) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
