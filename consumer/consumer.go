@@ -60,6 +60,11 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if th, ok := h.(TopicHandlers); ok {
+		if err := th.check(cfg.Topics); err != nil {
+			return nil, err
+		}
+	}
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
 		if h = cfg.Middleware[i](h); h == nil {
 			return nil, fmt.Errorf("%w: Middleware: entry %d returned a nil handler", ErrConfig, i)
