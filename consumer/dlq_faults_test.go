@@ -158,7 +158,7 @@ func TestShutdownBoundedDuringRebalance(t *testing.T) {
 	}
 	stopA, waitA := runMember(t, a, "A")
 	eventually(t, "A assigned", func() bool { return len(a.Stats().Partitions) == 2 })
-	aID, _ := a.client.GroupMetadata()
+	aID := memberID(t, e, cfg.Group)
 
 	unblock := make(chan struct{})
 	held := make(chan struct{})

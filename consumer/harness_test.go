@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"github.com/lanesdev/lanes/eventid"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/eventid"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -341,4 +342,25 @@ func runUntil(t *testing.T, c *Consumer, wait func(*testing.T), wantDLQ int64) *
 		t.Fatalf("Run: %v", err)
 	}
 	return c
+}
+
+// memberID returns the member ID of group's only member, as the broker
+// knows it (reading the consumer's client from the test would race with
+// Run, which sets it).
+func memberID(t *testing.T, e *env, group string) string {
+	t.Helper()
+	var id string
+	eventually(t, "one member of "+group, func() bool {
+		gs, err := kadm.NewClient(e.client()).DescribeGroups(context.Background(), group)
+		if err != nil {
+			return false
+		}
+		g, ok := gs[group]
+		if !ok || g.Err != nil || len(g.Members) != 1 {
+			return false
+		}
+		id = g.Members[0].MemberID
+		return true
+	})
+	return id
 }

@@ -217,7 +217,7 @@ func TestReadyzCommitFailureOfReleasedPartition(t *testing.T) {
 	defer srv.Close()
 	awaitReadyz(t, srv, "ready", ready)
 
-	id, _ := a.client.GroupMetadata()
+	id := memberID(t, e, cfg.Group)
 	memberA.Store(id)
 	refused.Store(true)
 	e.produceValues("other", "b|1") // a commit of other/0 is due, and fails
