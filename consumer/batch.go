@@ -216,7 +216,7 @@ func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Spa
 	defer func() {
 		l.end()
 		actx.release()
-		c.metrics.handlerDone(ctx, time.Since(now))
+		c.metrics.handlerDone(ctx, now)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			lg := c.recordLog(span, head)

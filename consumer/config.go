@@ -99,9 +99,11 @@ type Config struct {
 	// MaxBufferedRecords bounds the records of one partition held in
 	// memory: queued in lanes, in flight, and finished above an unfinished
 	// one (a record holding the watermark holds every record fetched after
-	// it). When a partition reaches it,
-	// fetching that partition pauses; it resumes when the count falls to
-	// half. A poll can overshoot the bound by at most MaxPollRecords.
+	// it). When a partition reaches it, it hands no more records to lanes
+	// until the count falls to half; records fetched meanwhile wait in the
+	// partition (Stats' Stashed), and fetching pauses once half the bound
+	// waits. At most 1.5 × MaxBufferedRecords + MaxPollRecords records of
+	// a partition are in memory, plus franz-go's fetch buffer.
 	// Default: [DefaultMaxBufferedRecords].
 	MaxBufferedRecords int
 	// MaxPollRecords is the most records taken from the client per poll.

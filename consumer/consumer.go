@@ -85,6 +85,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
+	c.flow.drain = c.drainStash
 	c.stop.done = make(chan struct{})
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)

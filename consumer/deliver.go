@@ -147,7 +147,7 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 	defer func() {
 		l.end()
 		actx.release()
-		c.metrics.handlerDone(ctx, time.Since(now))
+		c.metrics.handlerDone(ctx, now)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			l := c.recordLog(span, w)

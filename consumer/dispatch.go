@@ -17,26 +17,57 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		if p == nil {
 			return // not ours (any more): the owner fetches it again
 		}
-		for _, w := range c.admit(p, ftp) {
-			c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].enqueue(w)
+		p.admitMu.Lock()
+		defer p.admitMu.Unlock()
+		if !p.hold(ftp.Records, ftp.HighWatermark) {
+			c.handOut(p, ftp.Records, ftp.HighWatermark)
 		}
 	})
 	c.flow.apply()
 }
 
+// drainStash hands a partition's stashed records to lanes, in chunks of
+// MaxPollRecords, until the stash is empty or the partition is full again.
+// The flow controller runs it when a full partition frees up.
+func (c *Consumer) drainStash(p *partition) {
+	p.admitMu.Lock()
+	defer p.admitMu.Unlock()
+	for {
+		recs, hwm := p.unstash(c.cfg.MaxPollRecords)
+		if len(recs) == 0 {
+			return
+		}
+		c.handOut(p, recs, hwm)
+	}
+}
+
+// handOut admits records of p and enqueues them to their lanes.
+// p.admitMu held.
+func (c *Consumer) handOut(p *partition, recs []*kgo.Record, hwm int64) {
+	for _, w := range c.admit(p, recs, hwm) {
+		c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].enqueue(w)
+	}
+}
+
 // admit registers a partition's fetched records with it and returns the
 // work to hand to lanes, each with its session and lane key.
-func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
+func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 	var drop []bool // Filter's verdicts, computed outside the lock; nil: keep all
 	if c.cfg.Filter != nil {
-		drop = make([]bool, len(ftp.Records))
-		for i, r := range ftp.Records {
+		drop = make([]bool, len(recs))
+		for i, r := range recs {
 			drop[i] = !c.cfg.Filter(r)
 		}
 	}
-	out := make([]*work, 0, len(ftp.Records))
-	filtered, prior, cut := p.admit(ftp.Records, ftp.HighWatermark, drop, func(i int, seq uint64) {
-		out = append(out, &work{rec: ftp.Records[i], p: p, seq: seq})
+	// One allocation for the fetch's work items, made before the
+	// partition's lock. An item keeps its slab alive while it is queued or
+	// running; those records are within the partition's bound anyway.
+	slab := make([]work, len(recs))
+	out := make([]*work, 0, len(recs))
+	filtered, prior, cut := p.admit(recs, hwm, drop, func(i int, seq uint64) {
+		w := &slab[len(out)]
+		w.rec, w.p, w.seq = recs[i], p, seq
+		out = append(out, w)
 	})
 	if filtered > 0 {
 		c.stats.filtered.Add(int64(filtered))
@@ -46,7 +77,7 @@ func (c *Consumer) admit(p *partition, ftp kgo.FetchTopicPartition) []*work {
 	}
 	if cut > 0 {
 		c.stats.truncations.Add(1)
-		c.log().Error().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", ftp.Records[0].Offset).
+		c.log().Error().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", recs[0].Offset).
 			Msg("log truncated: offsets were reused (unclean leader election); the reused offsets are handled as new records")
 	}
 	for _, w := range out {

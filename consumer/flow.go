@@ -34,6 +34,9 @@ type flow struct {
 	// holdFn tells whether the consumed topics should be held (the
 	// breaker's wantsHold); nil: never. Read at each apply.
 	holdFn func() bool
+	// drain hands a freed partition's stashed records to lanes
+	// (Consumer.drainStash); nil: nothing is stashed. Set once.
+	drain func(*partition)
 }
 
 func newFlow() *flow {
@@ -64,11 +67,10 @@ func (f *flow) holdChanged() {
 	}
 }
 
-// apply sends the wanted hold, then the wanted state of every dirty
-// partition, to the client.
+// apply drains the stash of every dirty partition that freed up, then
+// sends the wanted hold and the wanted fetch state of every dirty
+// partition to the client.
 func (f *flow) apply() {
-	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
 	f.mu.Lock()
 	dirty := f.dirty
 	if len(dirty) > 0 { // none is the usual case after a poll: no allocation
@@ -77,6 +79,13 @@ func (f *flow) apply() {
 		dirty = nil // f.dirty stays in use: never read it outside f.mu
 	}
 	f.mu.Unlock()
+	if f.drain != nil {
+		for p := range dirty {
+			f.drain(p) // outside applyMu: a revoke's reset need not wait for lanes
+		}
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	if hold := f.wantsHold(); hold != f.held {
 		f.held = hold
 		if hold {

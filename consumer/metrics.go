@@ -126,8 +126,13 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	return out, err
 }
 
-func (m *metrics) handlerDone(ctx context.Context, d time.Duration) {
-	m.handlerDur.Record(ctx, d.Seconds(), m.record...)
+// handlerDone records an attempt that started at start; the clock is read
+// only when the histogram is enabled (a meter provider is set).
+func (m *metrics) handlerDone(ctx context.Context, start time.Time) {
+	if !m.handlerDur.Enabled(ctx) {
+		return
+	}
+	m.handlerDur.Record(ctx, time.Since(start).Seconds(), m.record...)
 }
 
 func (m *metrics) commitDone(d time.Duration) {

@@ -30,6 +30,11 @@ type partKey struct {
 // finishes after its partition was revoked only ever touches the old value:
 // the fence by assignment.
 type partition struct {
+	// admitMu serialises handing records to lanes (admission and the
+	// shard enqueues after it), from a fetch or from the stash, so they
+	// reach their lanes in offset order. Taken before mu.
+	admitMu sync.Mutex
+
 	key    partKey
 	epoch  uint64
 	max    int              // MaxBufferedRecords: pause at max held, resume at max/2
@@ -44,11 +49,13 @@ type partition struct {
 
 	mu       sync.Mutex
 	tr       tracker
-	queued   int  // records handed to lanes, not started
-	running  int  // records whose handler (or DLQ write) is under way
-	paused   bool // wanted fetch state; the flow controller applies it
-	fenced   bool // revoked, lost or shutting down: start nothing more
-	released bool // no longer owned: never commit
+	queued   int           // records handed to lanes, not started
+	running  int           // records whose handler (or DLQ write) is under way
+	full     bool          // backpressure: hand no record to lanes (backpressure.go)
+	paused   bool          // wanted fetch state; the flow controller applies it
+	stash    []*kgo.Record // fetched while full, not yet handed to lanes
+	fenced   bool          // revoked, lost or shutting down: start nothing more
+	released bool          // no longer owned: never commit
 	fence    chan struct{}
 	drained  chan struct{} // closed once fenced and running == 0
 	marked   chan struct{} // closed and replaced by markDone
@@ -86,23 +93,6 @@ func newPartition(work context.Context, k partKey, epoch uint64, max int, notify
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
 		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
 	}
-}
-
-// settleLocked sets the wanted fetch state from what the partition holds:
-// paused once the records held (fetched and not yet behind the watermark:
-// queued, running, or done above an unfinished one) reach max, resumed once
-// they fall to max/2. It reports whether the wanted state flipped. p.mu held.
-func (p *partition) settleLocked() bool {
-	held := p.tr.pending()
-	switch {
-	case !p.paused && held >= p.max:
-		p.paused = true
-	case p.paused && held <= p.max/2:
-		p.paused = false
-	default:
-		return false
-	}
-	return true
 }
 
 // unlock releases p.mu and tells the flow controller when flipped.
@@ -254,6 +244,7 @@ func (p *partition) stopStarting() {
 		return
 	}
 	p.fenced = true
+	p.stash = nil // never tracked: the next owner reads these records
 	close(p.fence)
 	if p.running == 0 {
 		close(p.drained)
@@ -283,14 +274,6 @@ func (p *partition) deadLetterBlocked() (offset int64, since time.Time, err stri
 		}
 	}
 	return offset, since, err, ok
-}
-
-// fetchState is the fetch state the flow controller should apply; active is
-// false once the partition is fenced (rebalances reset its fetch state).
-func (p *partition) fetchState() (paused, active bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused, !p.fenced
 }
 
 // raiseHWM records an end offset listed while the partition is paused.
@@ -441,7 +424,8 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	ps := PartitionStats{
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
-		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Paused: p.paused, Stalled: p.stalled,
+		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Stashed: len(p.stash),
+		Paused: p.full || p.paused, Stalled: p.stalled,
 		Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}
 	if held, ok := p.tr.heldBy(); ok {

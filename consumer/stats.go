@@ -85,9 +85,13 @@ type PartitionStats struct {
 	// Pending is the number of fetched records at or above the watermark
 	// (unfinished, or finished above an unfinished one).
 	Pending int `json:"pending"`
-	// Paused reports whether fetching of this partition is paused by
-	// backpressure.
+	// Paused reports whether backpressure holds the partition: it holds
+	// MaxBufferedRecords (until half are done, no record reaches a lane),
+	// or its fetching is paused.
 	Paused bool `json:"paused"`
+	// Stashed is the number of records fetched while the partition was
+	// full, waiting to be handed to lanes (not in Pending).
+	Stashed int `json:"stashed"`
 	// Stalled reports whether the watermark has been held by one record
 	// for StallTimeout or longer.
 	Stalled bool `json:"stalled"`
