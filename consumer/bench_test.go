@@ -182,15 +182,17 @@ func report(b *testing.B, topic string, total time.Duration) {
 	b.ReportMetric(float64(benchSessions*benchTopics[topic]*b.N)/total.Seconds(), "msgs/s")
 }
 
-// BenchmarkEndToEnd/lanes and /raw-poll: zero-work handler. Target:
-// lanes ≥ 0.5 × raw franz-go polling. /lanes-traced adds a recording
-// OpenTelemetry SDK tracer: the cost of tracing every attempt.
+// BenchmarkEndToEnd/lanes and /raw-poll: zero-work handler. Targets:
+// lanes ≥ 0.5 × raw franz-go polling, and ≥ 0.75 × /minimal, a per-key
+// dispatcher with no offset tracking and no commits (the limit of the
+// dispatch itself). /lanes-traced adds a recording OpenTelemetry SDK
+// tracer: the cost of tracing every attempt.
 func BenchmarkEndToEnd(b *testing.B) {
 	addrs := benchEnv(b)
 	for _, bc := range []struct {
 		name string
 		run  func(*testing.B, []string, string, time.Duration) time.Duration
-	}{{"raw-poll", consumeRaw}, {"lanes", consumeLanes}, {"lanes-traced", consumeLanesTraced}} {
+	}{{"raw-poll", consumeRaw}, {"minimal", consumeMinimal}, {"lanes", consumeLanes}, {"lanes-traced", consumeLanesTraced}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var total time.Duration
 			for i := 0; i < b.N; i++ {
