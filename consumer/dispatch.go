@@ -41,11 +41,17 @@ func (c *Consumer) drainStash(p *partition) {
 	}
 }
 
-// handOut admits records of p and enqueues them to their lanes.
-// p.admitMu held.
+// handOut admits records of p, adds them to their lanes and starts the
+// lanes it made, together. p.admitMu held.
 func (c *Consumer) handOut(p *partition, recs []*kgo.Record, hwm int64) {
+	var fresh []*lane
 	for _, w := range c.admit(p, recs, hwm) {
-		c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].enqueue(w)
+		if l := c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].add(w); l != nil {
+			fresh = append(fresh, l)
+		}
+	}
+	if len(fresh) > 0 {
+		c.lanes.startAll(fresh)
 	}
 }
 

@@ -58,9 +58,10 @@ func TestHeadOfLineIsolation(t *testing.T) {
 	checkOrder(t, all, []string{"chats"}, sessions, per)
 }
 
-// TestIdleSessionsEnd: 10,000 sessions create 10,000 lanes; once their
-// work is done every lane and its goroutine is gone and the goroutine count
-// is back to where it was before the burst.
+// TestIdleSessionsEnd: 10,000 sessions create 10,000 lanes; with every
+// handler blocked each gets a worker of its own (no lane waits for another's
+// handler); once their work is done every lane and its goroutine is gone and
+// the goroutine count is back to where it was before the burst.
 func TestIdleSessionsEnd(t *testing.T) {
 	e := newEnv(t, 4, "chats", "dlq")
 	sessions := sessionNames(10_000)
@@ -78,7 +79,13 @@ func TestIdleSessionsEnd(t *testing.T) {
 	base := runtime.NumGoroutine()
 	e.produce("chats", sessions, 1)
 	eventually(t, "10,000 lanes", func() bool { return c.Stats().ActiveSessions == len(sessions) })
-	peak := runtime.NumGoroutine()
+	// A lane waits in the run queue until every running worker is inside a
+	// record; with every handler blocked, each then gets a worker of its own.
+	peak := 0
+	eventually(t, "a worker per blocked session", func() bool {
+		peak = runtime.NumGoroutine()
+		return peak >= base+len(sessions)
+	})
 	peakMem := memInUse()
 	close(gate)
 	rec.wait(t)

@@ -1,0 +1,241 @@
+package consumer
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// laneSet is what the shards share: how a lane handles a record, the run
+// queue of lanes waiting for a worker, the workers, the count of lanes
+// alive, and the wait group the workers are in (the consumer waits on it
+// after stop).
+//
+// Workers take lanes from the run queue, oldest first, and drain each in
+// order. A new lane is queued, not handed to a goroutine of its own: a
+// worker about to finish its lane takes it next, and only when every
+// running worker is inside a record (a handler, its retries or its DLQ
+// write) is another worker woken, or started. So a lane never waits for
+// another lane's handler, however long that one blocks (with every handler
+// blocked, each lane gets its own worker), while a burst of short-lived
+// lanes is run by a few workers instead of a goroutine woken per lane.
+//
+// avail counts the workers that are running and not inside a record: they
+// will look at the run queue before they park. A lane is queued and avail
+// read in one order, a worker entering a record decrements avail and reads
+// the queue's length in the other, so at least one of them sees the other
+// and wakes a worker: no lane waits with every worker inside a record.
+type laneSet struct {
+	process func(*lane, *work)
+	// batch, when set (NewBatch), handles up to maxBatch records at a time
+	// in place of process.
+	batch    func(*lane, []*work)
+	maxBatch int
+	alive    atomic.Int64
+	wg       sync.WaitGroup
+
+	avail   atomic.Int64 // running workers not inside a record
+	waiting atomic.Int64 // len(runq), readable without mu
+
+	mu       sync.Mutex
+	runq     []*lane   // lanes waiting for a worker, oldest first
+	parked   []*worker // idle workers; the most recent last
+	stopping bool      // set by stop: workers end once the run queue is empty
+}
+
+// worker is a goroutine that drains lanes. With nothing to run it parks: it
+// waits on its channel to look at the run queue again (true) or to end
+// (false).
+type worker struct {
+	wake  chan bool // cap 1
+	since time.Time // when it parked
+}
+
+// workerLinger is how long a parked worker waits before it ends. Reusing a
+// worker saves a goroutine start and the growth of a fresh stack to the
+// handler path's depth, the main cost of a session with only a message or
+// two; a parked worker belongs to no session, and all of them are gone
+// shortly after the last record (see retire).
+const workerLinger = 100 * time.Millisecond
+
+// wakeBurst bounds the workers one blocked entry into a record wakes.
+var wakeBurst = int64(4 * runtime.GOMAXPROCS(0))
+
+func newLaneSet(process func(*lane, *work)) *laneSet {
+	return &laneSet{process: process}
+}
+
+// startAll queues new lanes for workers, waking workers while fewer are
+// available than lanes wait (up to GOMAXPROCS of them).
+//
+// No lane may start after stop (the poll loop has ended by then): such a
+// lane would run after the shutdown released its partition. startAll then
+// refuses the lanes: it drops them from their shards (the next owner reads
+// their records).
+func (set *laneSet) startAll(ls []*lane) {
+	set.mu.Lock()
+	if set.stopping {
+		set.mu.Unlock()
+		for _, l := range ls {
+			l.s.drop(l)
+		}
+		return
+	}
+	set.runq = append(set.runq, ls...)
+	n := set.waiting.Add(int64(len(ls)))
+	if want := min(n, int64(runtime.GOMAXPROCS(0))) - set.avail.Load(); want > 0 {
+		set.wakeLocked(want)
+	}
+	set.mu.Unlock()
+}
+
+// wakeLocked makes n more workers available: parked ones first, then new
+// ones. set.mu held.
+func (set *laneSet) wakeLocked(n int64) {
+	for ; n > 0; n-- {
+		set.avail.Add(1)
+		if k := len(set.parked); k > 0 {
+			w := set.parked[k-1]
+			set.parked[k-1] = nil
+			set.parked = set.parked[:k-1]
+			w.wake <- true // out of parked: ours is its only send
+			continue
+		}
+		set.wg.Add(1) // under mu: never concurrent with stop's Wait
+		go set.work(&worker{wake: make(chan bool, 1)})
+	}
+}
+
+// enter and leave bracket a record: a worker inside one is not available.
+// The last available worker entering a record wakes workers for the lanes
+// waiting.
+func (set *laneSet) enter() {
+	if set.avail.Add(-1) > 0 || set.waiting.Load() == 0 {
+		return
+	}
+	set.mu.Lock()
+	if w := int64(len(set.runq)); w > 0 && set.avail.Load() == 0 {
+		set.wakeLocked(min(w, wakeBurst))
+	}
+	set.mu.Unlock()
+}
+
+func (set *laneSet) leave() { set.avail.Add(1) }
+
+// work is a worker goroutine: it runs lanes from the run queue, parks when
+// there is none, and ends when told to (or, stopping, when none is left).
+func (set *laneSet) work(w *worker) {
+	defer set.wg.Done()
+	for {
+		l, ok := set.take(w)
+		if !ok {
+			return
+		}
+		if l == nil {
+			if !<-w.wake {
+				return
+			}
+			continue
+		}
+		set.drain(l)
+	}
+}
+
+// take pops the oldest waiting lane. With none it parks w (it returns nil,
+// true: wait to be woken) or, stopping, ends it (false).
+func (set *laneSet) take(w *worker) (*lane, bool) {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if len(set.runq) > 0 {
+		l := set.runq[0]
+		set.runq[0] = nil
+		set.runq = set.runq[1:]
+		if len(set.runq) == 0 {
+			set.runq = nil // let a burst's array go
+		}
+		set.waiting.Add(-1)
+		return l, true
+	}
+	set.avail.Add(-1)
+	if set.stopping {
+		return nil, false
+	}
+	w.since = time.Now()
+	set.parked = append(set.parked, w)
+	return nil, true
+}
+
+// drain runs l's records in order until its queue is empty and it ends.
+func (set *laneSet) drain(l *lane) {
+	if set.batch != nil {
+		for ws := l.s.nextN(l, set.maxBatch); len(ws) > 0; ws = l.s.nextN(l, set.maxBatch) {
+			set.enter()
+			set.batch(l, ws)
+			set.leave()
+		}
+		return
+	}
+	for r := l.s.next(l); r != nil; r = l.s.next(l) {
+		set.enter()
+		set.process(l, r)
+		set.leave()
+	}
+}
+
+// stop makes the workers end once the run queue is empty (the lanes in it
+// still run: their fenced records drop out at once) and ends the parked
+// ones; wg then waits for them. No lane may start afterwards.
+func (set *laneSet) stop() {
+	set.mu.Lock()
+	set.stopping = true
+	if w := int64(len(set.runq)); w > 0 {
+		set.wakeLocked(w)
+	}
+	set.mu.Unlock()
+	set.retire(0)
+}
+
+// retire ends the workers parked for longer than linger (all of them with
+// 0). Called every workerLinger by retireLoop, and with 0 by stop.
+//
+// The workers to end are taken out of parked under the lock and told after
+// it (each is then out of reach of wakeLocked): after a burst of a million
+// lanes, waking them all under the lock would hold up every lane start and
+// every parking worker for over a second.
+func (set *laneSet) retire(linger time.Duration) {
+	set.mu.Lock()
+	now := time.Now()
+	i := 0 // parked is in parking order: the oldest first
+	for i < len(set.parked) && now.Sub(set.parked[i].since) >= linger {
+		i++
+	}
+	gone := make([]*worker, i)
+	copy(gone, set.parked[:i])
+	n := copy(set.parked, set.parked[i:])
+	clear(set.parked[n:])
+	set.parked = set.parked[:n]
+	if cap(set.parked) > 64 && n < cap(set.parked)/4 {
+		set.parked = append([]*worker(nil), set.parked...) // let a burst's array go
+	}
+	set.mu.Unlock()
+	for _, w := range gone {
+		w.wake <- false
+	}
+}
+
+// retireLoop retires lingering workers until ctx ends. It ticks at half
+// the linger, so a worker waits 100 to 150 ms for a lane.
+func (set *laneSet) retireLoop(ctx context.Context) {
+	t := time.NewTicker(workerLinger / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			set.retire(workerLinger)
+		}
+	}
+}
