@@ -26,6 +26,9 @@ const (
 const (
 	// ReasonPermanent: the handler returned Permanent(err).
 	ReasonPermanent = "permanent"
+	// ReasonDecode: the handler returned Undecodable(err): the payload
+	// could not be decoded (see the codec module).
+	ReasonDecode = "decode"
 	// ReasonRetriesExhausted: the retry budget (attempts or time) is spent.
 	ReasonRetriesExhausted = "retries-exhausted"
 	// ReasonTimeout: the budget is spent and the last attempt hit
