@@ -6,6 +6,10 @@ require (
 	github.com/lanesdev/lanes/codec v0.1.0
 	github.com/lanesdev/lanes/codec/avrocodec v0.1.0
 	github.com/lanesdev/lanes/codec/protocodec v0.1.0
+	github.com/lanesdev/lanes/consumer v0.1.0
+	github.com/lanesdev/lanes/eventid v0.1.0
+	github.com/lanesdev/lanes/lanestest v0.1.0
+	github.com/lanesdev/lanes/producer v0.1.0
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/protobuf v1.36.12
@@ -18,10 +22,7 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/lanesdev/lanes/consumer v0.1.0 // indirect
-	github.com/lanesdev/lanes/eventid v0.1.0 // indirect
 	github.com/lanesdev/lanes/hashring v0.1.0 // indirect
-	github.com/lanesdev/lanes/producer v0.1.0 // indirect
 	github.com/lanesdev/lanes/tracing v0.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
@@ -30,6 +31,7 @@ require (
 	github.com/twmb/avro v1.9.1 // indirect
 	github.com/twmb/franz-go v1.22.3 // indirect
 	github.com/twmb/franz-go/pkg/kadm v1.18.0 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect

@@ -45,10 +45,12 @@ type UserV2 struct {
 }
 
 // registry is an in-memory schema registry (franz-go's srfake) that can be
-// taken down: while down it answers every request with 503.
+// taken down: while down, or while refuse is above zero (counting down),
+// it answers every request with 503.
 type registry struct {
 	*srfake.Registry
 	down     atomic.Bool
+	refuse   atomic.Int64
 	requests atomic.Int64
 }
 
@@ -56,7 +58,7 @@ func newRegistry(t testing.TB) (*registry, *sr.Client) {
 	r := &registry{Registry: srfake.New()}
 	r.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
 		r.requests.Add(1)
-		if r.down.Load() {
+		if r.down.Load() || (r.refuse.Load() > 0 && r.refuse.Add(-1) >= 0) {
 			http.Error(w, `{"error_code":50301,"message":"registry down"}`, http.StatusServiceUnavailable)
 			return true
 		}

@@ -25,6 +25,7 @@ type Order struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Total         int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	Items         []string               `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -71,6 +72,13 @@ func (x *Order) GetTotal() int64 {
 		return x.Total
 	}
 	return 0
+}
+
+func (x *Order) GetItems() []string {
+	if x != nil {
+		return x.Items
+	}
+	return nil
 }
 
 type Cart struct {
@@ -174,10 +182,11 @@ var File_shop_proto protoreflect.FileDescriptor
 const file_shop_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"shop.proto\x12\x12lanes.srcodec.test\"-\n" +
+	"shop.proto\x12\x12lanes.srcodec.test\"C\n" +
 	"\x05Order\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x03R\x05total\"g\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\x12\x14\n" +
+	"\x05items\x18\x03 \x03(\tR\x05items\"g\n" +
 	"\x04Cart\x123\n" +
 	"\x05lines\x18\x01 \x03(\v2\x1d.lanes.srcodec.test.Cart.LineR\x05lines\x1a*\n" +
 	"\x04Line\x12\x10\n" +
