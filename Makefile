@@ -64,7 +64,8 @@ release:
 
 ## release-check: serve every module from a module-proxy folder at the
 ## newest CHANGELOG version (or VERSION) and go get, build and run a program
-## that uses consumer, producer and lanestest, outside the workspace
+## that uses consumer, producer, lanestest and codec (JSON), outside the
+## workspace, and check it builds no protobuf, Avro or registry package
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 
