@@ -43,8 +43,17 @@ type Codec[T any] struct {
 	regMu sync.Mutex   // held while registering
 	id    atomic.Int64 // the writer schema's ID once registered; 0 before
 
-	mu      sync.RWMutex
-	readers map[int]func([]byte) (T, error) // by writer schema ID
+	mu       sync.RWMutex
+	readers  map[int]func([]byte) (T, error) // by writer schema ID
+	fetching map[int]*fetch[T]               // schema fetches under way, by ID
+}
+
+// fetch is one schema fetch that every decode of its ID waits for: lanes
+// starting together on a new writer schema ask the registry once.
+type fetch[T any] struct {
+	done chan struct{} // closed when read or err is set
+	read func([]byte) (T, error)
+	err  error
 }
 
 // TopicSubject is the subject Confluent's default naming strategy
@@ -71,7 +80,7 @@ func New[T any](cl *sr.Client, subject string, f Format[T]) (*Codec[T], error) {
 	if typ == sr.TypeProtobuf && len(index) == 0 {
 		return nil, fmt.Errorf("%w: format: a protobuf format needs its message index", ErrConfig)
 	}
-	return &Codec[T]{cl: cl, subject: subject, f: f, typ: typ, index: index, readers: map[int]func([]byte) (T, error){}}, nil
+	return &Codec[T]{cl: cl, subject: subject, f: f, typ: typ, index: index, readers: map[int]func([]byte) (T, error){}, fetching: map[int]*fetch[T]{}}, nil
 }
 
 // Encode registers the format's schema on first use (the registry returns
@@ -143,7 +152,8 @@ func (c *Codec[T]) Decode(ctx context.Context, payload []byte) (T, error) {
 }
 
 // reader returns the decoder for writer schema id, fetching the schema the
-// first time.
+// first time; concurrent decodes of one ID share one fetch. A failed fetch
+// is not kept: the next decode asks again.
 func (c *Codec[T]) reader(ctx context.Context, id int) (func([]byte) (T, error), error) {
 	c.mu.RLock()
 	read, ok := c.readers[id]
@@ -151,6 +161,38 @@ func (c *Codec[T]) reader(ctx context.Context, id int) (func([]byte) (T, error),
 	if ok {
 		return read, nil
 	}
+	c.mu.Lock()
+	if read, ok := c.readers[id]; ok {
+		c.mu.Unlock()
+		return read, nil
+	}
+	f, waiting := c.fetching[id]
+	if !waiting {
+		f = &fetch[T]{done: make(chan struct{})}
+		c.fetching[id] = f
+	}
+	c.mu.Unlock()
+	if waiting {
+		select {
+		case <-f.done:
+			return f.read, f.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("srcodec: wait for schema ID %d: %w", id, ctx.Err())
+		}
+	}
+	f.read, f.err = c.fetch(ctx, id)
+	c.mu.Lock()
+	if f.err == nil {
+		c.readers[id] = f.read
+	}
+	delete(c.fetching, id)
+	c.mu.Unlock()
+	close(f.done)
+	return f.read, f.err
+}
+
+// fetch asks the registry for writer schema id and builds its decoder.
+func (c *Codec[T]) fetch(ctx context.Context, id int) (func([]byte) (T, error), error) {
 	s, err := c.cl.SchemaByID(ctx, id)
 	if err != nil {
 		var re *sr.ResponseError
@@ -162,12 +204,9 @@ func (c *Codec[T]) reader(ctx context.Context, id int) (func([]byte) (T, error),
 	if s.Type != c.typ {
 		return nil, fmt.Errorf("%w: srcodec: schema ID %d is %s, this codec reads %s", codec.ErrDecode, id, s.Type, c.typ)
 	}
-	read, err = c.f.Reader(s.Schema)
+	read, err := c.f.Reader(s.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: srcodec: schema ID %d: %w", codec.ErrDecode, id, err)
 	}
-	c.mu.Lock()
-	c.readers[id] = read
-	c.mu.Unlock()
 	return read, nil
 }

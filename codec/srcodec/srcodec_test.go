@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,5 +318,48 @@ func TestConfigErrors(t *testing.T) {
 		if err := fn(); !errors.Is(err, srcodec.ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
+	}
+}
+
+// TestOneFetchPerSchema: decodes of a new writer schema that start
+// together (lanes after a start or a rebalance) ask the registry once.
+func TestOneFetchPerSchema(t *testing.T) {
+	reg, cl := newRegistry(t)
+	ctx := context.Background()
+	w := must(srcodec.New(cl, "users-value", must(avrocodec.New[UserV1](userV1))))
+	b := must(w.Encode(ctx, UserV1{Name: "Al", Age: 30}))
+	r := must(srcodec.New(cl, "users-value", must(avrocodec.New[UserV2](userV2))))
+	var fetches atomic.Int64
+	release := make(chan struct{})
+	reg.Intercept(func(_ http.ResponseWriter, req *http.Request) bool {
+		if req.Method == http.MethodGet {
+			fetches.Add(1)
+			<-release // hold the fetch until every decode has started
+		}
+		return false
+	})
+	const n = 50
+	errs := make(chan error, n)
+	var started sync.WaitGroup
+	started.Add(n)
+	for range n {
+		go func() {
+			started.Done()
+			u, err := r.Decode(ctx, b)
+			if err == nil && u.Name != "Al" {
+				err = fmt.Errorf("decoded %+v", u)
+			}
+			errs <- err
+		}()
+	}
+	started.Wait()
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fetches.Load(); got != 1 {
+		t.Fatalf("%d decodes fetched the schema %d times, want once", n, got)
 	}
 }
