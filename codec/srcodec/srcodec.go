@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -45,7 +46,16 @@ type Codec[T any] struct {
 
 	mu       sync.RWMutex
 	readers  map[int]func([]byte) (T, error) // by writer schema ID
+	own      map[int]bool                    // writer schema IDs whose text is the format's own
 	fetching map[int]*fetch[T]               // schema fetches under way, by ID
+}
+
+// isOwn reports whether writer schema id (fetched) is the format's own
+// schema text: then a protobuf payload's message indexes must be T's.
+func (c *Codec[T]) isOwn(id int) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.own[id]
 }
 
 // fetch is one schema fetch that every decode of its ID waits for: lanes
@@ -80,7 +90,7 @@ func New[T any](cl *sr.Client, subject string, f Format[T]) (*Codec[T], error) {
 	if typ == sr.TypeProtobuf && len(index) == 0 {
 		return nil, fmt.Errorf("%w: format: a protobuf format needs its message index", ErrConfig)
 	}
-	return &Codec[T]{cl: cl, subject: subject, f: f, typ: typ, index: index, readers: map[int]func([]byte) (T, error){}, fetching: map[int]*fetch[T]{}}, nil
+	return &Codec[T]{cl: cl, subject: subject, f: f, typ: typ, index: index, readers: map[int]func([]byte) (T, error){}, fetching: map[int]*fetch[T]{}, own: map[int]bool{}}, nil
 }
 
 // Encode registers the format's schema on first use (the registry returns
@@ -135,14 +145,19 @@ func (c *Codec[T]) Decode(ctx context.Context, payload []byte) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("%w: %w: %w", codec.ErrDecode, ErrHeader, err)
 	}
+	var index []int
 	if c.typ == sr.TypeProtobuf {
-		if _, rest, err = c.header.DecodeIndex(rest, 0); err != nil {
+		if index, rest, err = c.header.DecodeIndex(rest, 0); err != nil {
 			return zero, fmt.Errorf("%w: %w: schema ID %d: message indexes: %w", codec.ErrDecode, ErrHeader, id, err)
 		}
 	}
 	read, err := c.reader(ctx, id)
 	if err != nil {
 		return zero, err
+	}
+	if index != nil && !slices.Equal(index, c.index) && c.isOwn(id) {
+		return zero, fmt.Errorf("%w: srcodec: schema ID %d: the payload is message %v of the .proto file, this codec reads message %v",
+			codec.ErrDecode, id, index, c.index)
 	}
 	v, err := read(rest)
 	if err != nil {
@@ -180,10 +195,12 @@ func (c *Codec[T]) reader(ctx context.Context, id int) (func([]byte) (T, error),
 			return nil, fmt.Errorf("srcodec: wait for schema ID %d: %w", id, ctx.Err())
 		}
 	}
-	f.read, f.err = c.fetch(ctx, id)
+	var own bool
+	f.read, own, f.err = c.fetch(ctx, id)
 	c.mu.Lock()
 	if f.err == nil {
 		c.readers[id] = f.read
+		c.own[id] = own
 	}
 	delete(c.fetching, id)
 	c.mu.Unlock()
@@ -191,22 +208,23 @@ func (c *Codec[T]) reader(ctx context.Context, id int) (func([]byte) (T, error),
 	return f.read, f.err
 }
 
-// fetch asks the registry for writer schema id and builds its decoder.
-func (c *Codec[T]) fetch(ctx context.Context, id int) (func([]byte) (T, error), error) {
+// fetch asks the registry for writer schema id and builds its decoder;
+// own reports whether the schema is the format's own text.
+func (c *Codec[T]) fetch(ctx context.Context, id int) (read func([]byte) (T, error), own bool, err error) {
 	s, err := c.cl.SchemaByID(ctx, id)
 	if err != nil {
 		var re *sr.ResponseError
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.ErrorCode == sr.ErrSchemaNotFound.Code {
-			return nil, fmt.Errorf("%w: %w: %d: %w", codec.ErrDecode, ErrUnknownSchema, id, err)
+			return nil, false, fmt.Errorf("%w: %w: %d: %w", codec.ErrDecode, ErrUnknownSchema, id, err)
 		}
-		return nil, fmt.Errorf("%w: srcodec: fetch schema ID %d: %w", codec.ErrUnavailable, id, err)
+		return nil, false, fmt.Errorf("%w: srcodec: fetch schema ID %d: %w", codec.ErrUnavailable, id, err)
 	}
 	if s.Type != c.typ {
-		return nil, fmt.Errorf("%w: srcodec: schema ID %d is %s, this codec reads %s", codec.ErrDecode, id, s.Type, c.typ)
+		return nil, false, fmt.Errorf("%w: srcodec: schema ID %d is %s, this codec reads %s", codec.ErrDecode, id, s.Type, c.typ)
 	}
-	read, err := c.f.Reader(s.Schema)
+	read, err = c.f.Reader(s.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: srcodec: schema ID %d: %w", codec.ErrDecode, id, err)
+		return nil, false, fmt.Errorf("%w: srcodec: schema ID %d: %w", codec.ErrDecode, id, err)
 	}
-	return read, nil
+	return read, s.Schema == c.f.WriterSchema(), nil
 }

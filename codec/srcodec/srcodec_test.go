@@ -305,6 +305,15 @@ func TestFixtures(t *testing.T) {
 	if err != nil || l.GetSku() != "x" || l.GetQty() != 3 {
 		t.Errorf("protobuf nested fixture: %v, %v", l, err)
 	}
+	// A codec that knows the file (WithSchema) refuses another message of
+	// it: Cart.Line's bytes are no Order.
+	strict := must(srcodec.New(cl, "shop-value", protocodec.New[*testpb.Order](protocodec.WithSchema(testpb.ShopProto))))
+	if _, err := strict.Decode(ctx, []byte{0x00, 0x00, 0x00, 0x01, 0x2c, 0x04, 0x02, 0x00, 0x0a, 0x01, 'x'}); !errors.Is(err, codec.ErrDecode) {
+		t.Errorf("Cart.Line payload read as Order: %v, want ErrDecode", err)
+	}
+	if o, err := strict.Decode(ctx, []byte{0x00, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x0a, 0x01, 'x'}); err != nil || o.GetId() != "x" {
+		t.Errorf("Order payload: %v, %v", o, err)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
