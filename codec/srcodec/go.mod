@@ -10,6 +10,7 @@ require (
 	github.com/lanesdev/lanes/eventid v0.1.0
 	github.com/lanesdev/lanes/lanestest v0.1.0
 	github.com/lanesdev/lanes/producer v0.1.0
+	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/protobuf v1.36.12
@@ -29,7 +30,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/twmb/avro v1.9.1 // indirect
-	github.com/twmb/franz-go v1.22.3 // indirect
 	github.com/twmb/franz-go/pkg/kadm v1.18.0 // indirect
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
