@@ -1,7 +1,7 @@
 # lanes — the project's vocabulary. Every target works from a clean clone:
 # Go fetches what it needs through the module proxy.
 
-MODULES := hashring eventid tracing producer consumer lanestest dedup dedup/redisdedup dedup/pgdedup integration cmd/lanes internal/release
+MODULES := hashring eventid tracing producer consumer lanestest codec codec/avrocodec codec/protocodec codec/srcodec dedup dedup/redisdedup dedup/pgdedup integration cmd/lanes internal/release
 GO      ?= go
 # staticcheck at a pinned version; go run fetches it through the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -64,7 +64,8 @@ release:
 
 ## release-check: serve every module from a module-proxy folder at the
 ## newest CHANGELOG version (or VERSION) and go get, build and run a program
-## that uses consumer, producer and lanestest, outside the workspace
+## that uses consumer, producer, lanestest and codec (JSON), outside the
+## workspace, and check it builds no protobuf, Avro or registry package
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 

@@ -20,9 +20,11 @@ import (
 // check serves every released module of the checkout from a module-proxy
 // folder at version, as tags <module>/<version> would serve them after
 // `make release` (see buildProxy), then, in a fresh module
-// outside the workspace, gets consumer, producer and lanestest at version,
-// builds a program that uses them and runs it: one message sent and
-// handled on the embedded broker.
+// outside the workspace, gets consumer, producer, lanestest and codec at
+// version, builds a program that uses them and runs it: one message sent
+// and handled on the embedded broker, a JSON payload decoded by
+// codec.Typed; and checks that the program builds no protobuf, Avro or
+// schema-registry package.
 func check(ctx context.Context, root, version string, keep bool) error {
 	mods, err := loadModules(root)
 	if err != nil {
@@ -58,6 +60,12 @@ func check(ctx context.Context, root, version string, keep bool) error {
 			return err
 		}
 	}
+	if typed := modPath(mods, "codec"); typed != "" {
+		get = append(get, typed+"@"+version)
+		if err := os.WriteFile(filepath.Join(app, "typed.go"), []byte(typedProgram), 0o644); err != nil {
+			return err
+		}
+	}
 	env, err := userEnv(work, proxy)
 	if err != nil {
 		return err
@@ -66,6 +74,7 @@ func check(ctx context.Context, root, version string, keep bool) error {
 		get,
 		{"go", "build", "-o", "releasecheck", "."},
 		{"./releasecheck"},
+		{"go", "list", "-deps", "."},
 	}
 	for _, s := range steps {
 		fmt.Printf("$ %s\n", strings.Join(s, " "))
@@ -74,11 +83,37 @@ func check(ctx context.Context, root, version string, keep bool) error {
 		cmd.Dir, cmd.Env = app, env
 		out, err := cmd.CombinedOutput()
 		cancel()
-		os.Stdout.Write(out)
+		list := len(s) > 1 && s[1] == "list"
+		if !list {
+			os.Stdout.Write(out)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", strings.Join(s, " "), err)
 		}
+		if list {
+			if err := codecFree(string(out)); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// heavyDeps are the packages only the codec format modules may bring.
+var heavyDeps = []string{"google.golang.org/protobuf", "github.com/twmb/avro", "github.com/twmb/franz-go/pkg/sr"}
+
+// codecFree fails when the program's packages (go list -deps) include
+// protobuf, Avro or the schema-registry client: consumer, producer,
+// lanestest and codec (JSON) must not bring them.
+func codecFree(deps string) error {
+	for _, p := range strings.Fields(deps) {
+		for _, h := range heavyDeps {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				return fmt.Errorf("the program builds %s: consumer, producer, lanestest and codec must not depend on protobuf, Avro or the schema registry", p)
+			}
+		}
+	}
+	fmt.Println("releasecheck: no protobuf, Avro or schema-registry package in the program's build")
 	return nil
 }
 

@@ -91,3 +91,15 @@ func TestChangelogVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestCodecFree(t *testing.T) {
+	ok := "context\ngithub.com/lanesdev/lanes/codec\ngithub.com/twmb/franz-go/pkg/kgo\ngithub.com/twmb/franz-go/pkg/srx\n"
+	if err := codecFree(ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"google.golang.org/protobuf/proto", "github.com/twmb/avro", "github.com/twmb/franz-go/pkg/sr"} {
+		if err := codecFree(ok + bad + "\n"); err == nil {
+			t.Errorf("codecFree passed a build with %s", bad)
+		}
+	}
+}
