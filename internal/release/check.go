@@ -22,11 +22,15 @@ import (
 // `make release` (see buildProxy), then, in a fresh module
 // outside the workspace, gets consumer, producer and lanestest at version,
 // builds a program that uses them and runs it: one message sent and
-// handled on the embedded broker.
+// handled on the embedded broker. Last, it installs the command line with
+// `go install .../cmd/lanes@version` and runs `lanes version`.
 func check(ctx context.Context, root, version string, keep bool) error {
 	mods, err := loadModules(root)
 	if err != nil {
 		return err
+	}
+	if r := replaceDirectives(mods); len(r) > 0 {
+		return fmt.Errorf("go.mod files keep replace directives, which `go install pkg@version` refuses; go.work replaces siblings instead:\n%s", strings.Join(r, "\n"))
 	}
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
@@ -68,18 +72,54 @@ func check(ctx context.Context, root, version string, keep bool) error {
 		{"./releasecheck"},
 	}
 	for _, s := range steps {
-		fmt.Printf("$ %s\n", strings.Join(s, " "))
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		cmd := exec.CommandContext(sctx, s[0], s[1:]...)
-		cmd.Dir, cmd.Env = app, env
-		out, err := cmd.CombinedOutput()
-		cancel()
-		os.Stdout.Write(out)
-		if err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+		if _, err := runStep(ctx, app, env, s); err != nil {
+			return err
 		}
 	}
+	if cli := modPath(mods, "cmd/lanes"); cli != "" {
+		return installCLI(ctx, work, env, cli, version)
+	}
 	return nil
+}
+
+// installCLI installs the command line as a user would, `go install
+// <cli>@version` outside any module, and runs `lanes version`, which must
+// name version.
+func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
+	bin := filepath.Join(work, "bin")
+	env = append(env, "GOBIN="+bin)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "GOFLAGS=") {
+			env[i] = "GOFLAGS=-modcacherw" // go install pkg@version takes no -mod
+		}
+	}
+	if _, err := runStep(ctx, work, env, []string{"go", "install", cli + "@" + version}); err != nil {
+		return err
+	}
+	out, err := runStep(ctx, work, env, []string{filepath.Join(bin, "lanes"), "version"})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, version) {
+		return fmt.Errorf("lanes version printed %q, want it to name %s", strings.TrimSpace(out), version)
+	}
+	fmt.Printf("go install ok: %s@%s installed; lanes version: %s\n", cli, version, strings.TrimSpace(out))
+	return nil
+}
+
+// runStep runs one command of the check in dir, echoing it and its output.
+func runStep(ctx context.Context, dir string, env, s []string) (string, error) {
+	fmt.Printf("$ %s\n", strings.Join(s, " "))
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(sctx, s[0], s[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	os.Stdout.Write(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+	}
+	return string(out), nil
 }
 
 // userEnv is a new user's environment: no workspace, lanes modules from the
