@@ -66,7 +66,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return c, fmt.Errorf("bench: unexpected argument %q: bench takes only flags", fs.Arg(0))
 	}
 	c.consumers = strings.Split(*consumers, ",")
 	for _, name := range c.consumers {
@@ -79,8 +79,10 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("--partitions %d: need at least 1", c.partitions)
 	case c.pool < 1:
 		return c, fmt.Errorf("--pool %d: need at least 1", c.pool)
-	case c.maxRun <= 0 || c.timeout <= 0:
-		return c, errors.New("--max-run and --timeout must be positive")
+	case c.maxRun <= 0:
+		return c, fmt.Errorf("--max-run %v: want a positive duration", c.maxRun)
+	case c.timeout <= 0:
+		return c, fmt.Errorf("--timeout %v: want a positive duration", c.timeout)
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
@@ -134,8 +136,10 @@ func (w *workload) finish() error {
 		return fmt.Errorf("--transient %v: want a probability in [0, 1)", w.Transient)
 	case w.Transient > 0 && w.RetryWait <= 0:
 		return fmt.Errorf("--retry-wait %v: must be positive with --transient", w.RetryWait)
-	case w.Mode == "open" && (w.Rate < 1 || w.Duration <= 0):
-		return fmt.Errorf("--rate %d, --duration %v: open mode needs both positive", w.Rate, w.Duration)
+	case w.Mode == "open" && w.Rate < 1:
+		return fmt.Errorf("--rate %d: open mode needs at least 1 message per second", w.Rate)
+	case w.Mode == "open" && w.Duration <= 0:
+		return fmt.Errorf("--duration %v: open mode needs a positive duration", w.Duration)
 	}
 	if w.Mode == "open" {
 		w.Messages = int(float64(w.Rate) * w.Duration.Seconds())

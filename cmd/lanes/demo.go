@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -64,6 +63,9 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("demo: unexpected argument %q: demo takes only flags", fs.Arg(0))
+	}
 	var err error
 	if c.opts, err = sec.clientOpts(c.brokers != ""); err != nil {
 		return c, err
@@ -81,8 +83,14 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 		return c, fmt.Errorf("--permanent %v: want a probability in [0, 1]", c.permanent)
 	case c.dedup != "" && c.dedup != "memory" && c.dedup != "redis" && c.dedup != "postgres":
 		return c, fmt.Errorf("--dedup %q: want memory, redis or postgres", c.dedup)
-	case c.work < 0 || c.timeout <= 0 || c.baseline < 0 || c.paced < 0:
-		return c, errors.New("--work, --timeout, --baseline and --paced must not be negative (--timeout positive)")
+	case c.work < 0:
+		return c, fmt.Errorf("--work %v: must not be negative", c.work)
+	case c.timeout <= 0:
+		return c, fmt.Errorf("--timeout %v: want a positive duration", c.timeout)
+	case c.baseline < 0:
+		return c, fmt.Errorf("--baseline %v: must not be negative (0 skips it)", c.baseline)
+	case c.paced < 0:
+		return c, fmt.Errorf("--paced %v: must not be negative (0 skips it)", c.paced)
 	case c.paced > 0 && (c.pacedRate < 1 || float64(c.pacedRate)*c.paced.Seconds() < 1):
 		return c, fmt.Errorf("--paced-rate %d: the paced phase needs at least one message per second and one in all", c.pacedRate)
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/lanesdev/lanes/lanestest"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
@@ -48,12 +50,52 @@ func TestDLQInspectAndReplay(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := run(ctx, []string{"dlq", "inspect", "--brokers", brokers, "--topic", "chat-dlq"}, &out, &out); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args    []string
+		want    []string
+		records int // lines printed for records
+		values  bool
+	}{
+		{nil, []string{"3 records; permanent: 2; retries-exhausted: 1", "from=chat/1@42", "# PARTITION/OFFSET: the record's place in chat-dlq",
+			" at=" + time.Now().UTC().Format("2006-01-02"), "error: boom"}, 3, false},
+		{[]string{"--values"}, []string{`value: "chat-2 says hi"`}, 3, true},
+		{[]string{"--limit", "1"}, []string{"3 records (1 shown, --limit 1); permanent: 2"}, 1, false},
+	} {
+		out.Reset()
+		args := append([]string{"dlq", "inspect", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...)
+		if err := run(ctx, args, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("inspect %v lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		if n := strings.Count(out.String(), " at="); n != tc.records {
+			t.Errorf("inspect %v printed %d records, want %d:\n%s", tc.args, n, tc.records, out.String())
+		}
+		if n := strings.Count(out.String(), "  value: "); (n > 0) != tc.values {
+			t.Errorf("inspect %v printed %d values:\n%s", tc.args, n, out.String())
+		}
 	}
-	if !strings.Contains(out.String(), "3 records; permanent: 2; retries-exhausted: 1") ||
-		!strings.Contains(out.String(), "from=chat/1@42") {
-		t.Fatalf("inspect output:\n%s", out.String())
+
+	// A dry run checks that the target topics exist.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "nowhere"}, "target topic nowhere: no such topic on brokers " + brokers},
+		{[]string{"--reason", "permanent"}, "2 records would be replayed"},
+	} {
+		out.Reset()
+		err := run(ctx, append([]string{"dlq", "replay", "--dry-run", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...), &out, &out)
+		if !strings.Contains(out.String(), tc.want) && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("replay --dry-run %v: %v %s, want %q", tc.args, err, out.String(), tc.want)
+		}
+	}
+	if err := run(ctx, []string{"dlq", "inspect", "--brokers", brokers, "--topic", "no-dlq"}, &out, &out); err == nil ||
+		!strings.Contains(err.Error(), "--topic no-dlq: no such topic on brokers "+brokers) {
+		t.Errorf("inspect of a missing topic: %v", err)
 	}
 
 	out.Reset()
@@ -63,7 +105,7 @@ func TestDLQInspectAndReplay(t *testing.T) {
 	if !strings.Contains(out.String(), "2 records replayed") {
 		t.Fatalf("replay output: %s", out.String())
 	}
-	got, err := readAll(ctx, lanestest.ConnectBroker(c.ListenAddrs()), "chat")
+	got, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: time.Minute}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,5 +128,53 @@ func TestDLQInspectAndReplay(t *testing.T) {
 	}
 	if err := run(ctx, []string{"dlq", "replay", "--topic", "x"}, &out, &out); err == nil {
 		t.Error("replay without --brokers succeeded")
+	}
+}
+
+// TestDLQUnreachable: when no broker answers, a dlq command gives up (at
+// once when the connection is refused, after --timeout when the broker
+// accepts but stays silent) and says which brokers it waited for and what
+// for.
+func TestDLQUnreachable(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	conns.Add(1)
+	go func() { // accept and never answer
+		defer conns.Done()
+		var held []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer conns.Wait()
+	defer silent.Close()
+	for _, tc := range []struct {
+		name, broker, want string
+	}{
+		{"refused", "127.0.0.1:1", "brokers 127.0.0.1:1, looking up topic chat-dlq: "},
+		{"silent", silent.Addr().String(), "brokers " + silent.Addr().String() + " did not answer within --timeout 300ms while looking up topic chat-dlq"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(context.Background(), []string{"dlq", "inspect", "--brokers", tc.broker, "--topic", "chat-dlq", "--timeout", "300ms"},
+				&bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil {
+				t.Fatal("inspect with no broker answering succeeded")
+			}
+			for _, want := range []string{tc.want, "check "} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
 	}
 }

@@ -31,27 +31,6 @@ func TestDemoSmall(t *testing.T) {
 	}
 }
 
-func TestBadArgs(t *testing.T) {
-	cases := [][]string{
-		{},
-		{"nope"},
-		{"demo", "--sessions", "0"},
-		{"demo", "--sessions", "10", "--messages", "5"},
-		{"demo", "--transient", "1.5"},
-		{"demo", "--partitions", "0"},
-		{"demo", "--paced-rate", "0"},
-		{"demo", "--paced", "-1s"},
-		{"demo", "--dedup", "mysql"},
-		{"broker", "--port", "70000"},
-	}
-	for _, args := range cases {
-		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, &out, &errOut); err == nil {
-			t.Errorf("run(%q) succeeded, want an error", args)
-		}
-	}
-}
-
 // TestDemoDedup runs the demo with the in-memory dedup store: a crash and
 // restart redelivers what was handled since the last commit, and no
 // effect is applied twice (run fails otherwise).

@@ -61,8 +61,10 @@ func (s *security) used() bool {
 // cluster was named: the embedded broker speaks neither TLS nor SASL.
 func (s *security) clientOpts(brokers bool) ([]kgo.Opt, error) {
 	if !s.used() {
-		if s.user != "" || s.password != "" || s.token != "" {
-			return nil, errors.New("--sasl-user, --sasl-password and --sasl-token need --sasl-mechanism")
+		for _, v := range []struct{ flag, value string }{{"--sasl-user", s.user}, {"--sasl-password", s.password}, {"--sasl-token", s.token}} {
+			if v.value != "" {
+				return nil, fmt.Errorf("%s needs --sasl-mechanism (%s)", v.flag, strings.Join(saslMechanisms, ", "))
+			}
 		}
 		return nil, nil
 	}
@@ -107,8 +109,11 @@ func (s *security) tlsConfig() (*tls.Config, error) {
 			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.tlsCA)
 		}
 	}
-	if (s.tlsCert == "") != (s.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
+	if s.tlsCert != "" && s.tlsKey == "" {
+		return nil, fmt.Errorf("--tls-key: missing; --tls-cert %s needs its private key", s.tlsCert)
+	}
+	if s.tlsKey != "" && s.tlsCert == "" {
+		return nil, fmt.Errorf("--tls-cert: missing; --tls-key %s needs its certificate", s.tlsKey)
 	}
 	if s.tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(s.tlsCert, s.tlsKey)
@@ -123,8 +128,11 @@ func (s *security) tlsConfig() (*tls.Config, error) {
 func (s *security) saslMechanism() (sasl.Mechanism, error) {
 	mech := strings.ToUpper(s.mechanism)
 	needUser := func() error {
-		if s.user == "" || s.password == "" {
-			return fmt.Errorf("--sasl-mechanism %s needs --sasl-user and --sasl-password (or $LANES_SASL_USER and $LANES_SASL_PASSWORD)", mech)
+		if s.user == "" {
+			return fmt.Errorf("--sasl-user: missing; --sasl-mechanism %s needs a user (--sasl-user or $LANES_SASL_USER)", mech)
+		}
+		if s.password == "" {
+			return fmt.Errorf("--sasl-password: missing; --sasl-mechanism %s needs a password (--sasl-password or $LANES_SASL_PASSWORD)", mech)
 		}
 		return nil
 	}
