@@ -9,6 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/bench"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/demo"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 )
 
 const usage = `lanes: per-session ordered Kafka pipelines
@@ -48,13 +52,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "demo":
-		return runDemo(ctx, args[1:], stdout, stderr)
+		return demo.Run(ctx, args[1:], stdout, stderr)
 	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
+		return bench.Run(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "dlq":
-		return runDLQ(ctx, args[1:], stdout, stderr)
+		return dlq.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout)
 	case "-h", "--help", "help":

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
-
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/exporters/prometheus"

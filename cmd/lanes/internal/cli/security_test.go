@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"crypto/ecdsa"
@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"io"
 	"math/big"
 	"os"
@@ -14,7 +15,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // writePEMPair writes a self-signed certificate and its key as PEM files.
 func writePEMPair(t *testing.T, dir string) (cert, key string) {
@@ -86,31 +91,23 @@ func TestSecurityFlags(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			// The same settings reach demo and bench alike.
-			d, derr := parseDemo(tc.args, io.Discard)
-			bc, berr := parseBench(tc.args, io.Discard)
-			for cmd, got := range map[string]struct {
-				n   int
-				err error
-			}{"demo": {len(d.opts), derr}, "bench": {len(bc.opts), berr}} {
-				switch {
-				case tc.error == "" && got.err != nil:
-					t.Errorf("%s: %v", cmd, got.err)
-				case tc.error == "" && got.n != tc.opts:
-					t.Errorf("%s: %d client options, want %d", cmd, got.n, tc.opts)
-				case tc.error != "" && (got.err == nil || !strings.Contains(got.err.Error(), tc.error)):
-					t.Errorf("%s: error %v, want one containing %q", cmd, got.err, tc.error)
-				}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			brokers := fs.String("brokers", "", "")
+			var sec Security
+			sec.Register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := sec.ClientOpts(*brokers != "")
+			switch {
+			case tc.error == "" && err != nil:
+				t.Errorf("%v", err)
+			case tc.error == "" && len(opts) != tc.opts:
+				t.Errorf("%d client options, want %d", len(opts), tc.opts)
+			case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
+				t.Errorf("error %v, want one containing %q", err, tc.error)
 			}
 		})
-	}
-}
-
-func TestDLQSecurityFlags(t *testing.T) {
-	t.Setenv("LANES_SASL_PASSWORD", "")
-	err := run(t.Context(), []string{"dlq", "inspect", "--brokers", "127.0.0.1:1", "--topic", "x",
-		"--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "u"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "--sasl-password: missing") {
-		t.Fatalf("dlq with an incomplete SCRAM setting: %v", err)
 	}
 }

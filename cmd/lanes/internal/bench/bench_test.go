@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestBenchSmall runs lanes bench end to end on the embedded broker with a
 // tiny closed and open workload; no timing is asserted, only that every
@@ -21,7 +25,7 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"bench", "--sessions", "40", "--messages", "3000", "--work", "0,200us",
+	err := Run(context.Background(), []string{"--sessions", "40", "--messages", "3000", "--work", "0,200us",
 		"--partitions", "4", "--pool", "8", "--json", "--docs", docs}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
@@ -64,7 +68,7 @@ func TestBenchSmall(t *testing.T) {
 // TestBenchOpenTable runs a short open-mode workload and checks the table.
 func TestBenchOpenTable(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"bench", "--mode", "open", "--sessions", "20", "--rate", "4000",
+	err := Run(context.Background(), []string{"--mode", "open", "--sessions", "20", "--rate", "4000",
 		"--duration", "500ms", "--work", "0", "--partitions", "3", "--consumers", "lanes,raw-poll",
 		"--transient", "0"}, &out, &errOut)
 	if err != nil {
@@ -77,27 +81,34 @@ func TestBenchOpenTable(t *testing.T) {
 	}
 }
 
+// TestBenchBadFlags: wrong input is rejected, and the message names the
+// one flag that is wrong.
 func TestBenchBadFlags(t *testing.T) {
-	cases := [][]string{
-		{"--partitions", "0"},
-		{"--pool", "0"},
-		{"--consumers", "lanes,kafka-streams"},
-		{"--max-run", "0s"},
-		{"--mode", "half-open"},
-		{"--sessions", "0"},
-		{"--skew", "zipf:0.9"},
-		{"--skew", "pareto"},
-		{"--work", "1ms,fast"},
-		{"--work", "-1ms"},
-		{"--transient", "1"},
-		{"--transient", "0.1", "--retry-wait", "0s"},
-		{"--mode", "open", "--rate", "0"},
-		{"--messages", "-5"},
-		{"stray"},
-	}
-	for _, args := range cases {
-		if _, err := parseBench(args, &bytes.Buffer{}); err == nil {
-			t.Errorf("parseBench(%q) succeeded, want an error", args)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partitions", "0"}, "--partitions 0"},
+		{[]string{"--pool", "0"}, "--pool 0"},
+		{[]string{"--consumers", "lanes,kafka-streams"}, `--consumers: unknown consumer "kafka-streams"`},
+		{[]string{"--max-run", "0s"}, "--max-run 0s"},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s"},
+		{[]string{"--mode", "half-open"}, `--mode "half-open"`},
+		{[]string{"--sessions", "0"}, "--sessions 0"},
+		{[]string{"--skew", "zipf:0.9"}, `--skew "zipf:0.9"`},
+		{[]string{"--skew", "pareto"}, `--skew "pareto"`},
+		{[]string{"--work", "1ms,fast"}, `--work "fast"`},
+		{[]string{"--work", "-1ms"}, "--work"},
+		{[]string{"--transient", "1"}, "--transient 1"},
+		{[]string{"--transient", "0.1", "--retry-wait", "0s"}, "--retry-wait 0s"},
+		{[]string{"--mode", "open", "--rate", "0"}, "--rate 0"},
+		{[]string{"--mode", "open", "--duration", "0s"}, "--duration 0s"},
+		{[]string{"--messages", "-5"}, "--messages -5"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	} {
+		_, err := parseBench(tc.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseBench(%q) = %v, want an error containing %q", tc.args, err, tc.want)
 		}
 	}
 	c, err := parseBench(nil, &bytes.Buffer{})

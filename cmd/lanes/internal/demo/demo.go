@@ -1,19 +1,19 @@
-package main
+package demo
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
 	"github.com/lanesdev/lanes/producer"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -56,10 +56,10 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
 	fs.StringVar(&c.dedup, "dedup", "", "apply each message's effect once with a dedup store (memory, redis or postgres), across a crash and restart of the consumer")
-	fs.StringVar(&c.redisAddr, "redis-addr", envOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis")
-	fs.StringVar(&c.postgresDSN, "postgres-dsn", envOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres")
-	var sec security
-	sec.register(fs)
+	fs.StringVar(&c.redisAddr, "redis-addr", cli.EnvOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis")
+	fs.StringVar(&c.postgresDSN, "postgres-dsn", cli.EnvOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres")
+	var sec cli.Security
+	sec.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -67,7 +67,7 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 		return c, fmt.Errorf("demo: unexpected argument %q: demo takes only flags", fs.Arg(0))
 	}
 	var err error
-	if c.opts, err = sec.clientOpts(c.brokers != ""); err != nil {
+	if c.opts, err = sec.ClientOpts(c.brokers != ""); err != nil {
 		return c, err
 	}
 	switch {
@@ -97,10 +97,10 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	return c, nil
 }
 
-// runDemo runs a chat service end to end: a producer sends conversations
+// Run runs a chat service end to end: a producer sends conversations
 // across many sessions while a lanes consumer with injected faults handles
 // them; every message of every session is checked for order and loss.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseDemo(args, stderr)
 	if err != nil {
 		return err
@@ -215,13 +215,6 @@ func consumers(ctx context.Context, cfg demoConfig, ccfg consumer.Config, chk *c
 		defer closeStore()
 		return crash.run(ctx, stderr)
 	}, crash, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // sendConversations sends every session's messages, interleaved across

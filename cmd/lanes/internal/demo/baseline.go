@@ -1,12 +1,12 @@
-package main
+package demo
 
 import (
 	"context"
-	"github.com/lanesdev/lanes/lanestest"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

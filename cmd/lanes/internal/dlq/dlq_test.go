@@ -1,4 +1,4 @@
-package main
+package dlq
 
 import (
 	"bytes"
@@ -14,7 +14,10 @@ import (
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestDLQInspectAndReplay: dead-lettered records are listed with their
 // reasons, and replayed to their source topic with the same key and event
@@ -62,8 +65,8 @@ func TestDLQInspectAndReplay(t *testing.T) {
 		{[]string{"--limit", "1"}, []string{"3 records (1 shown, --limit 1); permanent: 2"}, 1, false},
 	} {
 		out.Reset()
-		args := append([]string{"dlq", "inspect", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...)
-		if err := run(ctx, args, &out, &out); err != nil {
+		args := append([]string{"inspect", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...)
+		if err := Run(ctx, args, &out, &out); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range tc.want {
@@ -88,18 +91,18 @@ func TestDLQInspectAndReplay(t *testing.T) {
 		{[]string{"--reason", "permanent"}, "2 records would be replayed"},
 	} {
 		out.Reset()
-		err := run(ctx, append([]string{"dlq", "replay", "--dry-run", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...), &out, &out)
+		err := Run(ctx, append([]string{"replay", "--dry-run", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...), &out, &out)
 		if !strings.Contains(out.String(), tc.want) && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("replay --dry-run %v: %v %s, want %q", tc.args, err, out.String(), tc.want)
 		}
 	}
-	if err := run(ctx, []string{"dlq", "inspect", "--brokers", brokers, "--topic", "no-dlq"}, &out, &out); err == nil ||
+	if err := Run(ctx, []string{"inspect", "--brokers", brokers, "--topic", "no-dlq"}, &out, &out); err == nil ||
 		!strings.Contains(err.Error(), "--topic no-dlq: no such topic on brokers "+brokers) {
 		t.Errorf("inspect of a missing topic: %v", err)
 	}
 
 	out.Reset()
-	if err := run(ctx, []string{"dlq", "replay", "--brokers", brokers, "--topic", "chat-dlq", "--reason", "permanent"}, &out, &out); err != nil {
+	if err := Run(ctx, []string{"replay", "--brokers", brokers, "--topic", "chat-dlq", "--reason", "permanent"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "2 records replayed") {
@@ -126,7 +129,7 @@ func TestDLQInspectAndReplay(t *testing.T) {
 			}
 		}
 	}
-	if err := run(ctx, []string{"dlq", "replay", "--topic", "x"}, &out, &out); err == nil {
+	if err := Run(ctx, []string{"replay", "--topic", "x"}, &out, &out); err == nil {
 		t.Error("replay without --brokers succeeded")
 	}
 }
@@ -165,7 +168,7 @@ func TestDLQUnreachable(t *testing.T) {
 		{"silent", silent.Addr().String(), "brokers " + silent.Addr().String() + " did not answer within --timeout 300ms while looking up topic chat-dlq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := run(context.Background(), []string{"dlq", "inspect", "--brokers", tc.broker, "--topic", "chat-dlq", "--timeout", "300ms"},
+			err := Run(context.Background(), []string{"inspect", "--brokers", tc.broker, "--topic", "chat-dlq", "--timeout", "300ms"},
 				&bytes.Buffer{}, &bytes.Buffer{})
 			if err == nil {
 				t.Fatal("inspect with no broker answering succeeded")
@@ -173,6 +176,47 @@ func TestDLQUnreachable(t *testing.T) {
 			for _, want := range []string{tc.want, "check "} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBadFlags: wrong input is rejected, -h exits cleanly, and the message
+// names the one flag (or argument) that is wrong, never an internal package.
+func TestBadFlags(t *testing.T) {
+	t.Setenv("LANES_SASL_PASSWORD", "")
+	b := func(cmd string, extra ...string) []string {
+		return append([]string{cmd, "--brokers", "127.0.0.1:1", "--topic", "chat-dlq"}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "want a command: inspect or replay"},
+		{[]string{"list"}, `unknown command "list"`},
+		{[]string{"inspect", "--topic", "x"}, "--brokers is required"},
+		{[]string{"replay", "--brokers", "127.0.0.1:1"}, "--topic is required"},
+		{b("inspect", "--limit", "-1"), "--limit -1"},
+		{b("inspect", "--timeout", "0s"), "--timeout 0s"},
+		{b("inspect", "extra"), `unexpected argument "extra"`},
+		{b("replay", "extra"), `unexpected argument "extra"`},
+		{b("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
+		{b("replay", "--limit", "3"), "flag provided but not defined: -limit"},
+		{b("replay", "--reason", "permament"), `--reason "permament": want one of permanent, retries-exhausted, timeout, stalled`},
+		{b("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
+		{b("inspect", "--tls-cert", "c.pem"), "--tls-key: missing"},
+		{b("inspect", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "u"), "--sasl-password: missing"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var errOut bytes.Buffer
+			err := Run(context.Background(), tc.args, &bytes.Buffer{}, &errOut)
+			if err == nil || !strings.Contains(err.Error()+errOut.String(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			for _, internal := range []string{"lanestest", "kfake", "kadm", "kgo"} {
+				if strings.Contains(err.Error(), internal) {
+					t.Errorf("error %q names the internal package %s", err, internal)
 				}
 			}
 		})

@@ -1,13 +1,15 @@
-package main
+package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/bench"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
 // progress prints a live line while the demo runs.
@@ -19,18 +21,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, chk *checker, total int) *progress {
-	return &progress{w: w, chk: chk, total: total, tty: isTTY(w)}
-}
-
-// isTTY reports whether w is a terminal (progress lines are then rewritten
-// in place).
-func isTTY(w io.Writer) bool {
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return true
-		}
-	}
-	return false
+	return &progress{w: w, chk: chk, total: total, tty: cli.IsTTY(w)}
 }
 
 // until prints progress until done is closed (true) or ctx ends (false).
@@ -57,7 +48,7 @@ func (p *progress) until(ctx context.Context, done <-chan struct{}) bool {
 			last, lastAt = finished, now
 			line := fmt.Sprintf("produced %d/%d  processed %d  retries %d  DLQ %d  %.0f msg/s",
 				p.chk.sent.Load(), p.total, finished, p.chk.retries.Load(), dlq, rate)
-			progressLine(p.w, p.tty, line)
+			cli.ProgressLine(p.w, p.tty, line)
 		}
 	}
 }
@@ -76,10 +67,10 @@ type demoReport struct {
 	elapsed                                  time.Duration
 	p50, p99                                 time.Duration
 	finished                                 bool
-	baseline                                 float64  // msgs/s of one goroutine per partition, 0 if not measured
-	details                                  []string // the ledger's first problems
-	paced                                    *result  // the paced phase, nil if skipped
-	pacedRate                                int      // its msgs/s
+	baseline                                 float64       // msgs/s of one goroutine per partition, 0 if not measured
+	details                                  []string      // the ledger's first problems
+	paced                                    *bench.Result // the paced phase, nil if skipped
+	pacedRate                                int           // its msgs/s
 	dedup                                    *dedupReport
 }
 
@@ -119,7 +110,7 @@ func (r demoReport) print(w io.Writer) {
 		r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.messages)
 	if p := r.paced; p != nil && p.Handled > 0 {
 		fmt.Fprintf(w, "  latency, paced    p50 %s  p99 %s  p99.9 %s  max %s: %d messages at %d msg/s, well below capacity (intended send to handled, retries included)\n",
-			fmtDur(p.P50), fmtDur(p.P99), fmtDur(p.P999), fmtDur(p.Max), p.Handled, r.pacedRate)
+			bench.FormatDuration(p.P50), bench.FormatDuration(p.P99), bench.FormatDuration(p.P999), bench.FormatDuration(p.Max), p.Handled, r.pacedRate)
 	}
 	fmt.Fprintf(w, "  order violations  %d (every message of every session checked, overlapping calls included)\n", r.violations)
 	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)

@@ -1,4 +1,4 @@
-package main
+package dlq
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -29,8 +30,8 @@ the start, so replaying never loops.
 Run "lanes dlq inspect -h" or "lanes dlq replay -h" for a command's flags.
 `
 
-// DefaultDLQTimeout bounds a dlq command's talk with the brokers (--timeout).
-const DefaultDLQTimeout = time.Minute
+// DefaultTimeout bounds a dlq command's talk with the brokers (--timeout).
+const DefaultTimeout = time.Minute
 
 // dlqReasons are the values of the lanes-dlq-reason header (--reason).
 var dlqReasons = []string{consumer.ReasonPermanent, consumer.ReasonRetriesExhausted, consumer.ReasonTimeout, consumer.ReasonStalled}
@@ -40,14 +41,14 @@ type dlqFlags struct {
 	brokers string
 	topic   string
 	timeout time.Duration
-	sec     security
+	sec     cli.Security
 }
 
 func (f *dlqFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka brokers, host:port (required)")
 	fs.StringVar(&f.topic, "topic", "", "the dead-letter topic (required)")
-	fs.DurationVar(&f.timeout, "timeout", DefaultDLQTimeout, "give up when the brokers have not answered within this long")
-	f.sec.register(fs)
+	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "give up when the brokers have not answered within this long")
+	f.sec.Register(fs)
 }
 
 // validate checks the common flags and returns the client options.
@@ -60,7 +61,7 @@ func (f *dlqFlags) validate() ([]kgo.Opt, error) {
 	case f.timeout <= 0:
 		return nil, fmt.Errorf("--timeout %v: want a positive duration such as 30s", f.timeout)
 	}
-	opts, err := f.sec.clientOpts(true)
+	opts, err := f.sec.ClientOpts(true)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +90,8 @@ func parseDLQ(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// runDLQ inspects or replays a dead-letter topic.
-func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Run is "lanes dlq": it inspects or replays a dead-letter topic.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, dlqUsage)
 		return errors.New("dlq: want a command: inspect or replay")

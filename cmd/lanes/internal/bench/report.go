@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ type benchReport struct {
 	Broker    string        `json:"broker"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Workloads []workload    `json:"workloads"`
-	Results   []result      `json:"results"`
+	Results   []Result      `json:"results"`
 	Targets   []target      `json:"targets,omitempty"`
 	// Sleeps is how long the handler's simulated work really takes here:
 	// the timer's granularity rounds short sleeps up.
@@ -56,7 +56,7 @@ func (r *benchReport) sleepLine() string {
 	}
 	parts := make([]string, len(r.Sleeps))
 	for i, c := range r.Sleeps {
-		parts[i] = fmt.Sprintf("%v → %s", c.Work, fmtDur(c.Slept))
+		parts[i] = fmt.Sprintf("%v → %s", c.Work, FormatDuration(c.Slept))
 	}
 	return "handler work as slept on this machine (time.Sleep): " + strings.Join(parts, ", ")
 }
@@ -68,7 +68,7 @@ type target struct {
 	Measured string `json:"measured"`
 }
 
-func newBenchReport(cfg benchConfig, where string, rs []result, elapsed time.Duration) *benchReport {
+func newBenchReport(cfg benchConfig, where string, rs []Result, elapsed time.Duration) *benchReport {
 	r := &benchReport{Machine: machine(), Command: strings.TrimSpace("lanes bench " + strings.Join(cfg.args, " ")),
 		Broker: where, Elapsed: elapsed, Workloads: cfg.workloads, Results: rs}
 	for i := range r.Results {
@@ -94,7 +94,7 @@ func (r *benchReport) workload(name string) workload {
 	return workload{}
 }
 
-func (r *benchReport) find(workload, consumer string) *result {
+func (r *benchReport) find(workload, consumer string) *Result {
 	for i := range r.Results {
 		if r.Results[i].Workload == workload && r.Results[i].Consumer == consumer {
 			return &r.Results[i]
@@ -105,7 +105,7 @@ func (r *benchReport) find(workload, consumer string) *result {
 
 // findWhere returns the named consumer's result on the first workload that
 // matches.
-func (r *benchReport) findWhere(consumer string, match func(workload) bool) *result {
+func (r *benchReport) findWhere(consumer string, match func(workload) bool) *Result {
 	for _, w := range r.Workloads {
 		if match(w) {
 			if x := r.find(w.Name, consumer); x != nil {
@@ -139,7 +139,7 @@ func (r *benchReport) targets() []target {
 	open := func(w workload) bool { return w.Mode == "open" && w.Rate == 50_000 && w.Work == 0 && w.Transient == 0 }
 	if l, raw := r.findWhere(consLanes, open), r.findWhere(consRaw, open); l != nil && raw != nil && raw.P99 > 0 {
 		ts = append(ts, target{"open mode, 50,000 msg/s, zero work: p99 ÷ raw polling's p99", "≤ 1.3×; p50 ≤ 2 ms",
-			fmt.Sprintf("%.1f× (%s vs %s); p50 %s", float64(l.P99)/float64(raw.P99), fmtDur(l.P99), fmtDur(raw.P99), fmtDur(l.P50))})
+			fmt.Sprintf("%.1f× (%s vs %s); p50 %s", float64(l.P99)/float64(raw.P99), FormatDuration(l.P99), FormatDuration(raw.P99), FormatDuration(l.P50))})
 	}
 	zipf := func(w workload) bool { return w.Mode == "closed" && w.Zipf == 1.1 && w.Work == time.Millisecond }
 	if l := r.findWhere(consLanes, zipf); l != nil {
@@ -193,7 +193,7 @@ func (r *benchReport) rows() [][]string {
 			ratio = fmt.Sprintf("%.2f %s", x.Ratio, strings.TrimSuffix(x.RatioTo, "-poll"))
 		}
 		rows = append(rows, []string{x.Workload, x.Consumer, fmtRate(x.Steady), wall, ratio,
-			fmtDur(x.P50), fmtDur(x.P99), fmtDur(x.P999), fmtDur(x.Max),
+			FormatDuration(x.P50), FormatDuration(x.P99), FormatDuration(x.P999), FormatDuration(x.Max),
 			fmt.Sprint(x.Violations + x.Overlaps), fmt.Sprintf("%.1f", x.AllocsPerMsg),
 			fmt.Sprintf("%.0f MiB", float64(x.PeakHeap)/(1<<20)), fmt.Sprint(x.PeakGoroutines)})
 	}
@@ -232,7 +232,9 @@ func fmtRate(x float64) string {
 	}
 }
 
-func fmtDur(d time.Duration) string {
+// FormatDuration prints a latency for the tables: µs, ms or s, "—" for
+// none.
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "—"

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// security is the TLS and SASL settings shared by every command that talks
-// to a real cluster (demo, bench, dlq); clientOpts turns them into franz-go
+// Security is the TLS and SASL settings shared by every command that talks
+// to a real cluster (demo, bench, dlq); ClientOpts turns them into franz-go
 // options, the same ones docs/security.md shows.
-type security struct {
+type Security struct {
 	tls           bool
 	tlsCA         string
 	tlsCert       string
@@ -37,9 +37,9 @@ type security struct {
 // saslMechanisms are the accepted --sasl-mechanism values.
 var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"}
 
-// register adds the security flags to fs. Secrets default to environment
+// Register adds the security flags to fs. Secrets default to environment
 // variables so that they need not appear in the process list.
-func (s *security) register(fs *flag.FlagSet) {
+func (s *Security) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.tls, "tls", false, "connect with TLS (implied by any other --tls-* flag); the system's CAs unless --tls-ca")
 	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM file of the CA(s) to trust instead of the system's")
 	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM file of the client certificate (mutual TLS; with --tls-key)")
@@ -52,14 +52,14 @@ func (s *security) register(fs *flag.FlagSet) {
 }
 
 // used reports whether any security setting was given.
-func (s *security) used() bool {
+func (s *Security) used() bool {
 	return s.tls || s.tlsCA != "" || s.tlsCert != "" || s.tlsKey != "" || s.tlsServerName != "" || s.mechanism != ""
 }
 
-// clientOpts validates the settings and returns the franz-go options that
+// ClientOpts validates the settings and returns the franz-go options that
 // apply them (nil when none were given). brokers says whether a real
 // cluster was named: the embedded broker speaks neither TLS nor SASL.
-func (s *security) clientOpts(brokers bool) ([]kgo.Opt, error) {
+func (s *Security) ClientOpts(brokers bool) ([]kgo.Opt, error) {
 	if !s.used() {
 		for _, v := range []struct{ flag, value string }{{"--sasl-user", s.user}, {"--sasl-password", s.password}, {"--sasl-token", s.token}} {
 			if v.value != "" {
@@ -97,7 +97,7 @@ func (s *security) clientOpts(brokers bool) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-func (s *security) tlsConfig() (*tls.Config, error) {
+func (s *Security) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.tlsServerName}
 	if s.tlsCA != "" {
 		pem, err := os.ReadFile(s.tlsCA)
@@ -125,7 +125,7 @@ func (s *security) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-func (s *security) saslMechanism() (sasl.Mechanism, error) {
+func (s *Security) saslMechanism() (sasl.Mechanism, error) {
 	mech := strings.ToUpper(s.mechanism)
 	needUser := func() error {
 		if s.user == "" {

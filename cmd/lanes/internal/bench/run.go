@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/lanestest"
 )
 
@@ -26,7 +27,7 @@ type bench struct {
 // runWorkload runs every consumer on one workload: in closed mode all read
 // the same preloaded topic (each with a fresh group); in open mode each
 // gets a fresh topic that is sent to while it consumes.
-func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int) ([]result, error) {
+func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int) ([]Result, error) {
 	p := w.plan()
 	snd, err := newSender(b.broker, w, p)
 	if err != nil {
@@ -60,7 +61,7 @@ func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int)
 			return nil, err
 		}
 	}
-	var out []result
+	var out []Result
 	for _, name := range b.cfg.consumersFor(w) {
 		if w.Mode == "open" {
 			if topic, err = newTopic("-" + name); err != nil {
@@ -79,8 +80,8 @@ func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int)
 	return out, nil
 }
 
-// result is one consumer's figures on one workload.
-type result struct {
+// Result is one consumer's figures on one workload.
+type Result struct {
 	Workload string `json:"workload"`
 	Consumer string `json:"consumer"`
 	Messages int    `json:"messages"`
@@ -116,7 +117,7 @@ type result struct {
 
 // runOne runs one consumer on one workload until every message was handled
 // or maxRun passed, and measures it.
-func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic string, snd *sender, label string) (result, error) {
+func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic string, snd *sender, label string) (Result, error) {
 	runtime.GC()
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(samples)
@@ -140,7 +141,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 		if err != nil {
 			stop()
 			<-errc
-			return result{}, fmt.Errorf("%s on %s: waiting for the consumer to start: %w", name, w.Name, err)
+			return Result{}, fmt.Errorf("%s on %s: waiting for the consumer to start: %w", name, w.Name, err)
 		}
 		t.base.Store(time.Now().UnixNano())
 	}
@@ -158,7 +159,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	lastPrint, tty := time.Now(), isTTY(b.stderr)
+	lastPrint, tty := time.Now(), cli.IsTTY(b.stderr)
 	var end time.Time
 	var err error
 loop:
@@ -184,7 +185,7 @@ loop:
 			peakHeap, peakG = max(peakHeap, samples[1].Value.Uint64()), max(peakG, runtime.NumGoroutine())
 			if now.Sub(lastPrint) >= progressEvery(tty) {
 				lastPrint = now
-				progressLine(b.stderr, tty, fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.done.Load(), w.Messages))
+				cli.ProgressLine(b.stderr, tty, fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.done.Load(), w.Messages))
 			}
 		}
 	}
@@ -213,10 +214,10 @@ func finite(x float64) float64 {
 }
 
 // result measures a finished (or capped) run.
-func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peakG int) result {
+func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peakG int) Result {
 	n := t.done.Load()
 	elapsed := end.Sub(time.Unix(0, t.base.Load()))
-	r := result{Workload: t.w.Name, Consumer: name, Messages: t.w.Messages, Handled: n, Finished: n >= t.total,
+	r := Result{Workload: t.w.Name, Consumer: name, Messages: t.w.Messages, Handled: n, Finished: n >= t.total,
 		Violations: t.violations.Load(), Overlaps: t.overlaps.Load(), PeakHeap: peakHeap, PeakGoroutines: peakG,
 		Elapsed: elapsed}
 	if n == 0 {
@@ -261,14 +262,4 @@ func progressEvery(tty bool) time.Duration {
 		return 250 * time.Millisecond
 	}
 	return time.Second
-}
-
-// progressLine writes a live line: rewritten in place on a terminal, one
-// line each otherwise.
-func progressLine(w io.Writer, tty bool, line string) {
-	if tty {
-		fmt.Fprintf(w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(w, line)
-	}
 }

@@ -1,15 +1,15 @@
-package main
+package bench
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/lanesdev/lanes/lanestest"
 	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/lanesdev/lanes/lanestest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

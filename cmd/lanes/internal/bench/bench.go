@@ -1,18 +1,19 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/lanestest"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 type benchConfig struct {
@@ -56,13 +57,13 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
 	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
-	var sec security
-	sec.register(fs)
+	var sec cli.Security
+	sec.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	var err error
-	if c.opts, err = sec.clientOpts(c.brokers != ""); err != nil {
+	if c.opts, err = sec.ClientOpts(c.brokers != ""); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -215,9 +216,9 @@ func (c benchConfig) consumersFor(w workload) []string {
 	return out
 }
 
-// runBench runs every workload through every consumer, in one process, on
+// Run runs "lanes bench": every workload through every consumer, in one process, on
 // one broker, and reports them side by side.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseBench(args, stderr)
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	b.brokers = b.broker.Addrs()
 	start := time.Now()
 	sleeps := measureSleeps(cfg.workloads)
-	var results []result
+	var results []Result
 	runs := 0
 	for _, w := range cfg.workloads {
 		runs += len(cfg.consumersFor(w))
