@@ -1,7 +1,7 @@
 # lanes — the project's vocabulary. Every target works from a clean clone:
 # Go fetches what it needs through the module proxy.
 
-MODULES := hashring eventid tracing producer consumer lanestest dedup dedup/redisdedup dedup/pgdedup integration cmd/lanes internal/release
+MODULES := hashring eventid tracing producer consumer lanestest dedup dedup/redisdedup dedup/pgdedup examples integration cmd/lanes internal/release
 GO      ?= go
 # staticcheck at a pinned version; go run fetches it through the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -22,8 +22,10 @@ type modDir struct {
 }
 
 // released reports whether a module is tagged and served: everything but
-// the repository's own tooling under internal/.
-func (m *modDir) released() bool { return !strings.HasPrefix(m.Dir, "internal/") }
+// the repository's own tooling under internal/ and the examples.
+func (m *modDir) released() bool {
+	return !strings.HasPrefix(m.Dir, "internal/") && m.Dir != "examples" && !strings.HasPrefix(m.Dir, "examples/")
+}
 
 // loadModules reads the modules the workspace uses (go.work), released or
 // not, in dependency order: a module comes after every sibling it requires.
