@@ -143,3 +143,24 @@ func TestRepository(t *testing.T) {
 		t.Errorf("go.work does not replace %s: add `replace <path> <version> => ./<dir>`", strings.Join(u, ", "))
 	}
 }
+
+// TestReadmeVersion: the README's go get and go install lines name the
+// version CHANGELOG.md describes first, the one make release-check serves.
+func TestReadmeVersion(t *testing.T) {
+	v, err := changelogVersion("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if (strings.HasPrefix(line, "go get ") || strings.HasPrefix(line, "go install ")) && !strings.Contains(line, "@"+v) {
+			t.Errorf("README.md: %q does not name %s (CHANGELOG.md's newest version)", line, v)
+		}
+	}
+	if !strings.Contains(string(readme), "cmd/lanes@"+v) {
+		t.Errorf("README.md does not show go install github.com/lanesdev/lanes/cmd/lanes@%s", v)
+	}
+}
