@@ -228,7 +228,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b := &bench{cfg: cfg, stderr: stderr, prefix: fmt.Sprintf("lanes-bench-%d", time.Now().UnixNano())}
 	if cfg.brokers == "" {
 		if b.broker, err = lanestest.NewBroker(int32(cfg.partitions)); err != nil {
-			return err
+			return fmt.Errorf("start the embedded broker: %w", err)
 		}
 		b.where = "embedded broker (kfake, in process)"
 	} else {

@@ -44,9 +44,7 @@ func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int)
 	}()
 	newTopic := func(suffix string) (string, error) {
 		topic := fmt.Sprintf("%s-%d%s", b.prefix, wi, suffix)
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := b.broker.CreateTopics(cctx, int32(w.Partitions), topic); err != nil {
+		if err := cli.CreateTopics(ctx, b.broker, 30*time.Second, int32(w.Partitions), topic); err != nil {
 			return "", err
 		}
 		topics = append(topics, topic)

@@ -262,14 +262,12 @@ func demoTopics(ctx context.Context, cfg demoConfig) (b *lanestest.Broker, where
 	if cfg.brokers == "" {
 		b, err := lanestest.NewBroker(int32(cfg.partitions), topic, topic+"-dlq")
 		if err != nil {
-			return nil, "", "", nil, err
+			return nil, "", "", nil, fmt.Errorf("start the embedded broker: %w", err)
 		}
 		return b, "embedded broker (kfake)", topic, b.Close, nil
 	}
 	b = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","), cfg.opts...)
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := b.CreateTopics(cctx, int32(cfg.partitions), topic, topic+"-dlq"); err != nil {
+	if err := cli.CreateTopics(ctx, b, 30*time.Second, int32(cfg.partitions), topic, topic+"-dlq"); err != nil {
 		return nil, "", "", nil, err
 	}
 	cleanup = func() {
