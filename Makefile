@@ -73,7 +73,8 @@ release:
 
 ## release-check: serve every module from a module-proxy folder at the
 ## newest CHANGELOG version (or VERSION) and go get, build and run a program
-## that uses consumer, producer and lanestest, outside the workspace
+## that uses consumer, producer and lanestest, outside the workspace; then
+## go install the CLI from that folder and run lanes version ("go install ok")
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 
