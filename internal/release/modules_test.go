@@ -111,7 +111,7 @@ func TestRewriteWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work = append(work, []byte("\nreplace "+ex+"lib v0.1.0 => ./lib\n")...)
+	work = append(work, []byte("\n// the checkout\nreplace (\n\t"+ex+"lib v0.1.0 => ./lib\n)\n")...)
 	if err := os.WriteFile(filepath.Join(root, "go.work"), work, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestRewriteWork(t *testing.T) {
 		t.Fatalf("unreplaced = %q, %v; want none", u, err)
 	}
 	data, changes, err := rewriteWork(root, mods, "v0.2.0")
-	if err != nil || len(changes) != 1 || !strings.Contains(string(data), ex+"lib v0.2.0 => ./lib") {
+	if err != nil || len(changes) != 1 || !strings.Contains(string(data), "// the checkout\nreplace (\n\t"+ex+"lib v0.2.0 => ./lib\n)") {
 		t.Fatalf("go.work replace moved to v0.2.0: %v %v\n%s", err, changes, data)
 	}
 }

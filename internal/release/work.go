@@ -27,21 +27,25 @@ func rewriteWork(root string, mods []*modDir, version string) ([]byte, []string,
 		paths[m.Path] = true
 	}
 	var changes []string
-	for _, r := range append([]*modfile.Replace(nil), wf.Replace...) {
-		path, old, dir := r.Old.Path, r.Old.Version, r.New.Path
+	for _, r := range wf.Replace {
+		path, old := r.Old.Path, r.Old.Version
 		if !paths[path] || old == version || old == "" {
 			continue
 		}
-		if err := wf.DropReplace(path, old); err != nil {
-			return nil, nil, err
+		// In place, so the replace block and its comments stay as they are.
+		moved := false
+		for i, tok := range r.Syntax.Token {
+			if tok == old && i > 0 && !moved {
+				r.Syntax.Token[i], moved = version, true
+			}
 		}
-		if err := wf.AddReplace(path, version, dir, ""); err != nil {
-			return nil, nil, err
+		if !moved {
+			return nil, nil, fmt.Errorf("go.work: replace %s %s: version not found in its line", path, old)
 		}
+		r.Old.Version = version
 		changes = append(changes, fmt.Sprintf("go.work: replace %s %s → %s", path, old, version))
 	}
 	sort.Strings(changes)
-	wf.Cleanup()
 	return modfile.Format(wf.Syntax), changes, nil
 }
 
