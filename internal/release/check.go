@@ -24,11 +24,15 @@ import (
 // version, builds a program that uses them and runs it: one message sent
 // and handled on the embedded broker, a JSON payload decoded by
 // codec.Typed; and checks that the program builds no protobuf, Avro or
-// schema-registry package.
+// schema-registry package. Last, it installs the command line with
+// `go install .../cmd/lanes@version` and runs `lanes version`.
 func check(ctx context.Context, root, version string, keep bool) error {
 	mods, err := loadModules(root)
 	if err != nil {
 		return err
+	}
+	if r := replaceDirectives(mods); len(r) > 0 {
+		return fmt.Errorf("go.mod files keep replace directives, which `go install pkg@version` refuses; go.work replaces siblings instead:\n%s", strings.Join(r, "\n"))
 	}
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
@@ -77,24 +81,18 @@ func check(ctx context.Context, root, version string, keep bool) error {
 		{"go", "list", "-deps", "."},
 	}
 	for _, s := range steps {
-		fmt.Printf("$ %s\n", strings.Join(s, " "))
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		cmd := exec.CommandContext(sctx, s[0], s[1:]...)
-		cmd.Dir, cmd.Env = app, env
-		out, err := cmd.CombinedOutput()
-		cancel()
-		list := len(s) > 1 && s[1] == "list"
-		if !list {
-			os.Stdout.Write(out)
-		}
+		out, err := runStep(ctx, app, env, s)
 		if err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+			return err
 		}
-		if list {
-			if err := codecFree(string(out)); err != nil {
+		if len(s) > 1 && s[1] == "list" {
+			if err := codecFree(out); err != nil {
 				return err
 			}
 		}
+	}
+	if cli := modPath(mods, "cmd/lanes"); cli != "" {
+		return installCLI(ctx, work, env, cli, version)
 	}
 	return nil
 }
@@ -115,6 +113,46 @@ func codecFree(deps string) error {
 	}
 	fmt.Println("releasecheck: no protobuf, Avro or schema-registry package in the program's build")
 	return nil
+}
+
+// installCLI installs the command line as a user would, `go install
+// <cli>@version` outside any module, and runs `lanes version`, which must
+// name version.
+func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
+	bin := filepath.Join(work, "bin")
+	env = append(env, "GOBIN="+bin)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "GOFLAGS=") {
+			env[i] = "GOFLAGS=-modcacherw" // go install pkg@version takes no -mod
+		}
+	}
+	if _, err := runStep(ctx, work, env, []string{"go", "install", cli + "@" + version}); err != nil {
+		return err
+	}
+	out, err := runStep(ctx, work, env, []string{filepath.Join(bin, "lanes"), "version"})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, version) {
+		return fmt.Errorf("lanes version printed %q, want it to name %s", strings.TrimSpace(out), version)
+	}
+	fmt.Printf("go install ok: %s@%s installed; lanes version: %s\n", cli, version, strings.TrimSpace(out))
+	return nil
+}
+
+// runStep runs one command of the check in dir, echoing it and its output.
+func runStep(ctx context.Context, dir string, env, s []string) (string, error) {
+	fmt.Printf("$ %s\n", strings.Join(s, " "))
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(sctx, s[0], s[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	os.Stdout.Write(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+	}
+	return string(out), nil
 }
 
 // userEnv is a new user's environment: no workspace, lanes modules from the
