@@ -128,7 +128,7 @@ func TestTypedOnBroker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.Sent(s, seq, res.EventID)
+			l.Acked(s, seq, res.EventID)
 		}
 	}
 	h := codec.Typed[order](f, func(_ context.Context, m *consumer.Message, v order) error {
@@ -150,7 +150,7 @@ func TestTypedOnBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lanestest.Run(ctx, c, l, l.SentCount(), b, "orders-dlq"); err != nil {
+	if err := lanestest.Run(ctx, c, l, l.AckedCount(), b, "orders-dlq"); err != nil {
 		t.Fatal(err)
 	}
 	r := l.Report()

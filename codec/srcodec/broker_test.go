@@ -67,7 +67,7 @@ func TestRegistryOutageOnBroker(t *testing.T) {
 			if err != nil {
 				t.Fatalf("send %s/%d (%d): %v", s, seq, i, err)
 			}
-			l.Sent(s, seq, res.EventID)
+			l.Acked(s, seq, res.EventID)
 		}
 	}
 
@@ -90,7 +90,7 @@ func TestRegistryOutageOnBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lanestest.Run(ctx, c, l, l.SentCount(), b, "users-dlq"); err != nil {
+	if err := lanestest.Run(ctx, c, l, l.AckedCount(), b, "users-dlq"); err != nil {
 		t.Fatal(err)
 	}
 	rep := l.Report()

@@ -62,7 +62,7 @@ func (c *checker) acked(session string, seq int, id string, err error) {
 		return
 	}
 	c.sent.Add(1)
-	c.ledger.Sent(session, seq, id)
+	c.ledger.Acked(session, seq, id)
 }
 
 // handler is the consumer's handler, every call recorded in the ledger.
