@@ -1,7 +1,7 @@
 # lanes — the project's vocabulary. Every target works from a clean clone:
 # Go fetches what it needs through the module proxy.
 
-MODULES := hashring eventid tracing producer consumer lanestest dedup dedup/redisdedup dedup/pgdedup integration cmd/lanes internal/release
+MODULES := hashring eventid tracing producer consumer lanestest codec codec/avrocodec codec/protocodec codec/srcodec dedup dedup/redisdedup dedup/pgdedup examples integration cmd/lanes internal/release
 GO      ?= go
 # staticcheck at a pinned version; go run fetches it through the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -44,15 +44,24 @@ test-dedup:
 bench:
 	@set -e; for m in $(MODULES); do echo "== bench $$m"; (cd $$m && $(GO) test $(BENCHFLAGS) ./...); done
 
+# standalone: run a go command in one module outside the workspace
+# (GOWORK=off) with its siblings from the checkout (internal/release
+# standalone); go.mod files keep no replace directives
+RELEASE_TOOL := bin/release
+STANDALONE    = $(CURDIR)/$(RELEASE_TOOL) standalone -root $(CURDIR)
+
+$(RELEASE_TOOL): $(wildcard internal/release/*.go) internal/release/go.mod
+	cd internal/release && $(GO) build -o $(CURDIR)/$(RELEASE_TOOL) .
+
 ## lint: gofmt, then per module: go vet, building and vetting on its own
-## (GOWORK=off), staticcheck. Every module is linted; the failing ones are
-## listed at the end.
-lint:
+## (GOWORK=off, siblings from the checkout), staticcheck. Every module is
+## linted; the failing ones are listed at the end.
+lint: $(RELEASE_TOOL)
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@failed=""; for m in $(MODULES); do \
 	  echo "== lint $$m"; \
-	  (cd $$m && $(GO) vet ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./... && \
-	    $(STATICCHECK) ./...) || failed="$$failed $$m"; \
+	  (cd $$m && $(GO) vet ./... && $(STANDALONE) -dir $$m -- build ./... && \
+	    $(STANDALONE) -dir $$m -- vet ./... && $(STATICCHECK) ./...) || failed="$$failed $$m"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "lint failed in:$$failed"; exit 1; fi
 
@@ -64,7 +73,10 @@ release:
 
 ## release-check: serve every module from a module-proxy folder at the
 ## newest CHANGELOG version (or VERSION) and go get, build and run a program
-## that uses consumer, producer and lanestest, outside the workspace
+## that uses consumer, producer, lanestest and codec (JSON), outside the
+## workspace, and check it builds no protobuf, Avro or registry package;
+## then go install the CLI from that folder and run lanes version ("go
+## install ok")
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 
@@ -75,5 +87,7 @@ demo:
 fmt:
 	gofmt -w $(MODULES)
 
-tidy:
-	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
+## tidy: go mod tidy in every module, outside the workspace, siblings from
+## the checkout
+tidy: $(RELEASE_TOOL)
+	@set -e; for m in $(MODULES); do $(STANDALONE) -dir $$m -tidy; done

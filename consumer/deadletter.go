@@ -30,6 +30,9 @@ type Reason string
 const (
 	// ReasonPermanent: the handler returned Permanent(err).
 	ReasonPermanent Reason = "permanent"
+	// ReasonDecode: the handler returned Undecodable(err): the payload
+	// could not be decoded (see the codec module).
+	ReasonDecode Reason = "decode"
 	// ReasonRetriesExhausted: the retry budget (attempts or time) is spent.
 	ReasonRetriesExhausted Reason = "retries-exhausted"
 	// ReasonTimeout: the budget is spent and the last attempt hit

@@ -111,7 +111,7 @@ func (c *Consumer) giveUp(err error, attempt int) Reason {
 	pol := c.cfg.Retry
 	switch {
 	case IsPermanent(err) && c.cfg.DeadLetterTopic != "":
-		return ReasonPermanent
+		return permanentReason(err)
 	case !pol.Forever && attempt >= pol.MaxAttempts:
 		return exhaustedReason(err)
 	}

@@ -34,9 +34,3 @@ require (
 	golang.org/x/crypto v0.51.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace (
-	github.com/lanesdev/lanes/eventid => ../eventid
-	github.com/lanesdev/lanes/hashring => ../hashring
-	github.com/lanesdev/lanes/tracing => ../tracing
-)

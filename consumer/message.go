@@ -28,7 +28,8 @@ type Message struct {
 // Handler processes messages. Handle is called for one message of a session
 // at a time, in partition-offset order; calls for different sessions run
 // concurrently. Return nil on success, an error to retry with backoff, or
-// Permanent(err) to send the message straight to the dead-letter topic.
+// Permanent(err) (or Undecodable(err) for a payload that cannot be decoded)
+// to send the message straight to the dead-letter topic.
 // Handle must honour ctx: it is cancelled at HandlerTimeout and on hard
 // shutdown.
 type Handler interface {

@@ -8,15 +8,15 @@
 #   testservers.sh stop    stop both and delete their data
 #   testservers.sh env     print LANES_REDIS_ADDR=... and LANES_POSTGRES_DSN=...
 #
-# Settings (environment): LANES_REDIS_PORT (36379), LANES_POSTGRES_PORT
-# (35432), LANES_SERVERS_STATE (default $TMPDIR/lanes-servers),
+# Settings (environment): LANES_REDIS_PORT (16379), LANES_POSTGRES_PORT
+# (15432; both below the ephemeral port range), LANES_SERVERS_STATE (default $TMPDIR/lanes-servers),
 # LANES_POSTGRES_BIN (default: the newest /usr/lib/postgresql/*/bin).
 # initdb and postgres refuse to run as root: as root they run as the user
 # postgres (runuser), which owns the PostgreSQL data directory.
 set -euo pipefail
 
-REDIS_PORT=${LANES_REDIS_PORT:-36379}
-PG_PORT=${LANES_POSTGRES_PORT:-35432}
+REDIS_PORT=${LANES_REDIS_PORT:-16379}
+PG_PORT=${LANES_POSTGRES_PORT:-15432}
 STATE=${LANES_SERVERS_STATE:-${TMPDIR:-/tmp}/lanes-servers}
 PG_BIN=${LANES_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)}
 PG_DATA=$STATE/postgres

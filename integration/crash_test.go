@@ -223,7 +223,7 @@ func (cf *callFiles) load(t *testing.T, l *lanestest.Ledger) int {
 			b = rest
 			var c lanestest.Call
 			if json.Unmarshal(line, &c) == nil {
-				l.Handled(c)
+				l.RecordCall(c)
 			}
 		}
 	}

@@ -268,7 +268,7 @@ func TestJavaProducerInterop(t *testing.T) {
 		start := time.Now()
 		session, seqText, _ := strings.Cut(string(m.Record.Value), "|")
 		seq, _ := strconv.Atoi(seqText)
-		l.Handled(lanestest.Call{Member: "m1", Session: session, Seq: seq, Partition: m.Record.Partition,
+		l.RecordCall(lanestest.Call{Member: "m1", Session: session, Seq: seq, Partition: m.Record.Partition,
 			Offset: m.Record.Offset, Attempt: m.Attempt, Start: start, End: time.Now(), Final: true, OK: true})
 		mu.Lock()
 		defer mu.Unlock()

@@ -8,7 +8,7 @@
 // accounted for.
 //
 // A test sends with [Ledger.Send] (or records acknowledgements itself with
-// [Ledger.Sent]), wraps its handler with [Ledger.Handler] (or, for a service
+// [Ledger.Acked]), wraps its handler with [Ledger.Handler] (or, for a service
 // that builds its own consumer, adds [Ledger.Middleware] to its middleware
 // list), runs the consumer or the service with [Run], reads the dead-letter
 // topic with [ReadDeadLetters] and asserts [Report.Err] is nil.

@@ -10,11 +10,11 @@ import (
 )
 
 // Handler wraps h so that every call is recorded in l, as member's. The
-// message's session and seq come from its event ID (recorded by Sent or
+// message's session and seq come from its event ID (recorded by Acked or
 // Send); a final call is one that succeeded or failed with
 // consumer.Permanent.
 func (l *Ledger) Handler(member string, h consumer.Handler) consumer.Handler {
-	return Record(member, l.Handled, h)
+	return Record(member, l.RecordCall, h)
 }
 
 // Middleware is Handler as a consumer.Middleware, for a consumer built
@@ -27,7 +27,7 @@ func (l *Ledger) Middleware(member string) consumer.Middleware {
 }
 
 // Record wraps h so that every call is passed to record when it returns,
-// before the consumer sees its outcome: a Ledger's Handled, or a writer
+// before the consumer sees its outcome: a Ledger's RecordCall, or a writer
 // that appends calls to a file (a consumer in a child process). Seq is -1:
 // the ledger finds the message by its event ID.
 func Record(member string, record func(Call), h consumer.Handler) consumer.Handler {
@@ -58,7 +58,7 @@ func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string,
 	if err != nil {
 		return err
 	}
-	l.Sent(session, seq, res.EventID)
+	l.Acked(session, seq, res.EventID)
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string,
 func (l *Ledger) SendAsync(ctx context.Context, p *producer.Producer, session string, seq int, value []byte, done func(error)) {
 	p.SendAsync(ctx, session, value, func(res producer.Result, err error) {
 		if err == nil {
-			l.Sent(session, seq, res.EventID)
+			l.Acked(session, seq, res.EventID)
 		}
 		if done != nil {
 			done(err)

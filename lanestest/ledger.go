@@ -12,7 +12,7 @@ type Call struct {
 	Member  string `json:"m"` // the consumer instance (process or goroutine) that ran it
 	Session string `json:"s"`
 	// Seq is the message's place in its session. A call whose event ID was
-	// recorded with Sent takes session and seq from there; a negative Seq
+	// recorded with Acked takes session and seq from there; a negative Seq
 	// with an unknown event ID leaves the call out of the order checks.
 	Seq       int       `json:"q"`
 	EventID   string    `json:"e"`
@@ -34,7 +34,7 @@ type msgKey struct {
 }
 
 // Ledger accounts for every message of a test: what the producer got
-// acknowledged (Sent), every handler call (Handled), and what the
+// acknowledged (Acked), every handler call (RecordCall), and what the
 // dead-letter topic holds (DeadLettered). Report checks them against each
 // other. A Ledger is safe for concurrent use; the zero value is not, use
 // NewLedger.
@@ -54,17 +54,17 @@ func NewLedger() *Ledger {
 		done: map[string]bool{}, changed: make(chan struct{})}
 }
 
-// Sent records a message the broker acknowledged: seq is its place in its
+// Acked records a message the broker acknowledged: seq is its place in its
 // session (0, 1, 2, …), eventID the lanes event ID it carries.
-func (l *Ledger) Sent(session string, seq int, eventID string) {
+func (l *Ledger) Acked(session string, seq int, eventID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sent[eventID] = msgKey{session, seq}
 	l.settleLocked(eventID)
 }
 
-// Handled records one handler call.
-func (l *Ledger) Handled(c Call) {
+// RecordCall records one handler call.
+func (l *Ledger) RecordCall(c Call) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, c)
@@ -108,8 +108,8 @@ func (l *Ledger) Accounted() int {
 	return len(l.done)
 }
 
-// SentCount returns how many messages were recorded as acknowledged.
-func (l *Ledger) SentCount() int {
+// AckedCount returns how many messages were recorded as acknowledged.
+func (l *Ledger) AckedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.sent)

@@ -22,7 +22,7 @@ func newHistory(t *testing.T, sessions map[string]int) *history {
 	h := &history{t0: time.Now(), l: NewLedger()}
 	for s, n := range sessions {
 		for seq := 0; seq < n; seq++ {
-			h.l.Sent(s, seq, id(s, seq))
+			h.l.Acked(s, seq, id(s, seq))
 		}
 	}
 	return h
@@ -41,7 +41,7 @@ func (h *history) call(member, session string, seq, start, end int, ok, final bo
 // producer has the same event ID at another offset.
 func (h *history) callAt(member, session string, seq int, offset int64, start, end int, ok, final bool) {
 	at := func(ms int) time.Time { return h.t0.Add(time.Duration(ms) * time.Millisecond) }
-	h.l.Handled(Call{Member: member, Session: session, Seq: -1, EventID: id(session, seq), Offset: offset,
+	h.l.RecordCall(Call{Member: member, Session: session, Seq: -1, EventID: id(session, seq), Offset: offset,
 		Start: at(start), End: at(end), OK: ok, Final: final})
 }
 
@@ -119,15 +119,15 @@ func TestLedgerCatches(t *testing.T) {
 // and either finished or reached the dead-letter topic, in any order.
 func TestLedgerAccounting(t *testing.T) {
 	l := NewLedger()
-	l.Handled(Call{Session: "a", Seq: -1, EventID: "a-0", Final: true, OK: true}) // handled before its ack arrived
+	l.RecordCall(Call{Session: "a", Seq: -1, EventID: "a-0", Final: true, OK: true}) // handled before its ack arrived
 	if got := l.Accounted(); got != 0 {
 		t.Fatalf("Accounted before the ack = %d", got)
 	}
-	l.Sent("a", 0, "a-0")
-	l.Sent("a", 1, "a-1")
-	l.Sent("a", 2, "a-2")
+	l.Acked("a", 0, "a-0")
+	l.Acked("a", 1, "a-1")
+	l.Acked("a", 2, "a-2")
 	l.DeadLettered("a-1", "permanent")
-	l.Handled(Call{Session: "a", Seq: -1, EventID: "a-2", Final: false}) // transient: not yet
+	l.RecordCall(Call{Session: "a", Seq: -1, EventID: "a-2", Final: false}) // transient: not yet
 	if got := l.Accounted(); got != 2 {
 		t.Fatalf("Accounted = %d, want 2", got)
 	}
@@ -138,12 +138,12 @@ func TestLedgerAccounting(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- l.WaitAccounted(context.Background(), 3) }()
-	l.Handled(Call{Session: "a", Seq: -1, EventID: "a-2", Final: true, OK: true})
+	l.RecordCall(Call{Session: "a", Seq: -1, EventID: "a-2", Final: true, OK: true})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if l.SentCount() != 3 {
-		t.Fatalf("SentCount = %d", l.SentCount())
+	if l.AckedCount() != 3 {
+		t.Fatalf("AckedCount = %d", l.AckedCount())
 	}
 }
 
@@ -152,9 +152,9 @@ func TestLedgerAccounting(t *testing.T) {
 func TestCallsWithoutEventIDs(t *testing.T) {
 	l := NewLedger()
 	t0 := time.Now()
-	l.Handled(Call{Session: "j", Seq: 1, Start: t0, End: t0.Add(time.Millisecond), Final: true, OK: true})
-	l.Handled(Call{Session: "j", Seq: 0, Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Final: true, OK: true})
-	l.Handled(Call{Session: "j", Seq: -1, Start: t0.Add(4 * time.Millisecond), End: t0.Add(5 * time.Millisecond)}) // unplaced: ignored
+	l.RecordCall(Call{Session: "j", Seq: 1, Start: t0, End: t0.Add(time.Millisecond), Final: true, OK: true})
+	l.RecordCall(Call{Session: "j", Seq: 0, Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Final: true, OK: true})
+	l.RecordCall(Call{Session: "j", Seq: -1, Start: t0.Add(4 * time.Millisecond), End: t0.Add(5 * time.Millisecond)}) // unplaced: ignored
 	if r := l.Report(); r.Violations != 1 || r.Calls != 3 || r.Sessions != 1 {
 		t.Fatalf("report %v, want 1 violation over 3 calls", r)
 	}

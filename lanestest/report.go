@@ -83,7 +83,7 @@ func (l *Ledger) Report() Report {
 	for _, k := range sent {
 		sessions[k.session] = true
 	}
-	finishAt := map[msgKey]time.Time{} // earliest end of a final call
+	finishAt := map[msgKey]time.Time{}   // earliest end of a final call
 	oks := map[msgKey]map[recordAt]int{} // successful calls per record of the message
 	for i, c := range calls {
 		k, ok := sent[c.EventID]

@@ -29,9 +29,3 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace (
-	github.com/lanesdev/lanes/eventid => ../eventid
-	github.com/lanesdev/lanes/hashring => ../hashring
-	github.com/lanesdev/lanes/tracing => ../tracing
-)

@@ -14,25 +14,49 @@ import (
 func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage:\n  lanes broker [--port N] [--topics a,b] [--partitions N]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	port := fs.Int("port", 9092, "port to listen on (127.0.0.1)")
 	partitions := fs.Int("partitions", 12, "partitions of each seeded topic")
 	topics := fs.String("topics", "", "comma-separated topics to create at start")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("broker: unexpected argument %q: broker takes only flags (topics go in --topics)", fs.Arg(0))
+	}
 	if *port < 0 || *port > 65535 {
-		return fmt.Errorf("--port %d: out of range", *port)
+		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", *port)
+	}
+	if *partitions < 1 || *partitions > 1<<20 {
+		return fmt.Errorf("--partitions %d: want at least 1", *partitions)
+	}
+	var names []string
+	for t := range strings.SplitSeq(*topics, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			names = append(names, t)
+		} else if *topics != "" {
+			return fmt.Errorf("--topics %q: an empty topic name", *topics)
+		}
 	}
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(*port), kfake.AllowAutoTopicCreation()}
-	if *topics != "" {
-		opts = append(opts, kfake.SeedTopics(int32(*partitions), strings.Split(*topics, ",")...))
+	if len(names) > 0 {
+		opts = append(opts, kfake.SeedTopics(int32(*partitions), names...))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		return fmt.Errorf("start broker: %w", err)
+		return fmt.Errorf("start the embedded broker on 127.0.0.1:%d: %w (is the port in use? pick another with --port)", *port, err)
 	}
 	defer c.Close()
 	fmt.Fprintf(stdout, "embedded broker listening on %s (Ctrl-C to stop)\n", strings.Join(c.ListenAddrs(), ","))
+	for _, t := range names {
+		fmt.Fprintf(stdout, "created topic %s (%d partitions)\n", t, *partitions)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(stdout, "no topics created (--topics); topics are created on first use")
+	}
 	<-ctx.Done()
 	return nil
 }

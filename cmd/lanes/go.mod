@@ -72,19 +72,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace (
-	github.com/lanesdev/lanes/consumer => ../../consumer
-	github.com/lanesdev/lanes/eventid => ../../eventid
-	github.com/lanesdev/lanes/hashring => ../../hashring
-	github.com/lanesdev/lanes/producer => ../../producer
-	github.com/lanesdev/lanes/tracing => ../../tracing
-)
-
-replace github.com/lanesdev/lanes/lanestest => ../../lanestest
-
-replace (
-	github.com/lanesdev/lanes/dedup => ../../dedup
-	github.com/lanesdev/lanes/dedup/pgdedup => ../../dedup/pgdedup
-	github.com/lanesdev/lanes/dedup/redisdedup => ../../dedup/redisdedup
-)

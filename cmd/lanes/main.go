@@ -9,6 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/bench"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/demo"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 )
 
 const usage = `lanes: per-session ordered Kafka pipelines
@@ -18,20 +22,27 @@ Usage:
   lanes bench  [flags]   compare lanes with baselines on workloads (embedded broker unless --brokers)
   lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
   lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
+  lanes version          print the lanes version and the Go version that built it
 
 Run "lanes <command> -h" for a command's flags.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "lanes:", err)
-		}
-		os.Exit(1)
+	os.Exit(code)
+}
+
+// exitCode returns the process's exit status for run's error, printing it:
+// 0 for none and for -h (the usage is printed; asking for help is no
+// failure), 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintln(stderr, "lanes:", err)
+	return 1
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -41,13 +52,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "demo":
-		return runDemo(ctx, args[1:], stdout, stderr)
+		return demo.Run(ctx, args[1:], stdout, stderr)
 	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
+		return bench.Run(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "dlq":
-		return runDLQ(ctx, args[1:], stdout, stderr)
+		return dlq.Run(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(args[1:], stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -85,7 +85,7 @@ func (r *rig) handler() consumer.Handler {
 func (r *rig) ledger() *lanestest.Ledger {
 	l := lanestest.NewLedger()
 	for _, m := range r.sent {
-		l.Sent(m.session, m.seq, m.id)
+		l.Acked(m.session, m.seq, m.id)
 	}
 	return l
 }

@@ -17,14 +17,16 @@
 # credentials written when the storage is formatted, PLAIN in the JAAS
 # configuration) live in the state directory and die with it.
 #
-# Settings (environment): LANES_KAFKA_PORT (39092), LANES_KAFKA_CACHE (jar
+# Settings (environment): LANES_KAFKA_PORT (19092: below Linux's ephemeral
+# port range, 32768-60999, so that no client's outgoing connection can take
+# one of the four ports while the broker restarts), LANES_KAFKA_CACHE (jar
 # cache, default ~/.cache/lanes), LANES_KAFKA_STATE (data, logs, pid; default
 # $TMPDIR/lanes-kafka-$PORT), LANES_KAFKA_READY_TIMEOUT (seconds, 120).
 set -euo pipefail
 
 KAFKA_VERSION=4.3.1
 HERE=$(cd "$(dirname "$0")" && pwd)
-PORT=${LANES_KAFKA_PORT:-39092}
+PORT=${LANES_KAFKA_PORT:-19092}
 CTRL_PORT=$((PORT + 1))
 TLS_PORT=$((PORT + 2))
 SASL_PORT=$((PORT + 3))
@@ -139,11 +141,33 @@ wait_ready() {
 	fi
 }
 
+# ports_free waits (up to 30 s) until no socket uses one of the broker's
+# ports on this machine: after a stop, connections to the old broker linger
+# a moment; anything else holding a port is named, and start fails.
+ports_free() {
+	local p i busy
+	command -v ss >/dev/null || return 0
+	for i in $(seq 1 150); do
+		busy=""
+		for p in "$PORT" "$CTRL_PORT" "$TLS_PORT" "$SASL_PORT"; do
+			if [ -n "$(ss -Htan "( sport = :$p )" 2>/dev/null | grep -v TIME-WAIT)" ]; then
+				busy="$busy $p"
+			fi
+		done
+		[ -z "$busy" ] && return 0
+		sleep 0.2
+	done
+	say "port(s)$busy on 127.0.0.1 are in use by another process: stop it, or set LANES_KAFKA_PORT to a free base port"
+	ss -Htanp "( sport = :$PORT or sport = :$CTRL_PORT or sport = :$TLS_PORT or sport = :$SASL_PORT )" >&2 || true
+	return 1
+}
+
 start() {
 	if running; then
 		say "already running (pid $(cat "$PIDFILE")) on 127.0.0.1:$PORT"
 		return
 	fi
+	ports_free || exit 1
 	fetch
 	configure
 	say "starting Apache Kafka $KAFKA_VERSION on 127.0.0.1:$PORT (log: $LOG)"

@@ -20,13 +20,19 @@ import (
 // check serves every released module of the checkout from a module-proxy
 // folder at version, as tags <module>/<version> would serve them after
 // `make release` (see buildProxy), then, in a fresh module
-// outside the workspace, gets consumer, producer and lanestest at version,
-// builds a program that uses them and runs it: one message sent and
-// handled on the embedded broker.
+// outside the workspace, gets consumer, producer, lanestest and codec at
+// version, builds a program that uses them and runs it: one message sent
+// and handled on the embedded broker, a JSON payload decoded by
+// codec.Typed; and checks that the program builds no protobuf, Avro or
+// schema-registry package. Last, it installs the command line with
+// `go install .../cmd/lanes@version` and runs `lanes version`.
 func check(ctx context.Context, root, version string, keep bool) error {
 	mods, err := loadModules(root)
 	if err != nil {
 		return err
+	}
+	if r := replaceDirectives(mods); len(r) > 0 {
+		return fmt.Errorf("go.mod files keep replace directives, which `go install pkg@version` refuses; go.work replaces siblings instead:\n%s", strings.Join(r, "\n"))
 	}
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
@@ -58,6 +64,12 @@ func check(ctx context.Context, root, version string, keep bool) error {
 			return err
 		}
 	}
+	if typed := modPath(mods, "codec"); typed != "" {
+		get = append(get, typed+"@"+version)
+		if err := os.WriteFile(filepath.Join(app, "typed.go"), []byte(typedProgram), 0o644); err != nil {
+			return err
+		}
+	}
 	env, err := userEnv(work, proxy)
 	if err != nil {
 		return err
@@ -66,20 +78,81 @@ func check(ctx context.Context, root, version string, keep bool) error {
 		get,
 		{"go", "build", "-o", "releasecheck", "."},
 		{"./releasecheck"},
+		{"go", "list", "-deps", "."},
 	}
 	for _, s := range steps {
-		fmt.Printf("$ %s\n", strings.Join(s, " "))
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		cmd := exec.CommandContext(sctx, s[0], s[1:]...)
-		cmd.Dir, cmd.Env = app, env
-		out, err := cmd.CombinedOutput()
-		cancel()
-		os.Stdout.Write(out)
+		out, err := runStep(ctx, app, env, s)
 		if err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+			return err
+		}
+		if len(s) > 1 && s[1] == "list" {
+			if err := codecFree(out); err != nil {
+				return err
+			}
 		}
 	}
+	if cli := modPath(mods, "cmd/lanes"); cli != "" {
+		return installCLI(ctx, work, env, cli, version)
+	}
 	return nil
+}
+
+// heavyDeps are the packages only the codec format modules may bring.
+var heavyDeps = []string{"google.golang.org/protobuf", "github.com/twmb/avro", "github.com/twmb/franz-go/pkg/sr"}
+
+// codecFree fails when the program's packages (go list -deps) include
+// protobuf, Avro or the schema-registry client: consumer, producer,
+// lanestest and codec (JSON) must not bring them.
+func codecFree(deps string) error {
+	for _, p := range strings.Fields(deps) {
+		for _, h := range heavyDeps {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				return fmt.Errorf("the program builds %s: consumer, producer, lanestest and codec must not depend on protobuf, Avro or the schema registry", p)
+			}
+		}
+	}
+	fmt.Println("releasecheck: no protobuf, Avro or schema-registry package in the program's build")
+	return nil
+}
+
+// installCLI installs the command line as a user would, `go install
+// <cli>@version` outside any module, and runs `lanes version`, which must
+// name version.
+func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
+	bin := filepath.Join(work, "bin")
+	env = append(env, "GOBIN="+bin)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "GOFLAGS=") {
+			env[i] = "GOFLAGS=-modcacherw" // go install pkg@version takes no -mod
+		}
+	}
+	if _, err := runStep(ctx, work, env, []string{"go", "install", cli + "@" + version}); err != nil {
+		return err
+	}
+	out, err := runStep(ctx, work, env, []string{filepath.Join(bin, "lanes"), "version"})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, version) {
+		return fmt.Errorf("lanes version printed %q, want it to name %s", strings.TrimSpace(out), version)
+	}
+	fmt.Printf("go install ok: %s@%s installed; lanes version: %s\n", cli, version, strings.TrimSpace(out))
+	return nil
+}
+
+// runStep runs one command of the check in dir, echoing it and its output.
+func runStep(ctx context.Context, dir string, env, s []string) (string, error) {
+	fmt.Printf("$ %s\n", strings.Join(s, " "))
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(sctx, s[0], s[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	os.Stdout.Write(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", strings.Join(s, " "), err)
+	}
+	return string(out), nil
 }
 
 // userEnv is a new user's environment: no workspace, lanes modules from the

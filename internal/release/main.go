@@ -9,6 +9,10 @@
 //	                                     commit, and tag <module>/V in
 //	                                     dependency order (a dry run without
 //	                                     -apply)
+//	release standalone -dir D [-tidy] [-- go args]
+//	                                     run `go args` (or `go mod tidy`) in
+//	                                     module D outside the workspace, its
+//	                                     siblings from the checkout
 //
 // Run it from the repository root or pass -root.
 package main
@@ -21,8 +25,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "check" && os.Args[1] != "tag") {
-		fmt.Fprintln(os.Stderr, "usage: release check|tag [flags]")
+	if len(os.Args) < 2 || (os.Args[1] != "check" && os.Args[1] != "tag" && os.Args[1] != "standalone") {
+		fmt.Fprintln(os.Stderr, "usage: release check|tag|standalone [flags]")
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
@@ -31,8 +35,17 @@ func main() {
 	version := fs.String("version", "", "the release version vX.Y.Z (check: default the newest in CHANGELOG.md)")
 	apply := fs.Bool("apply", false, "tag: commit and tag (default: only say what would be done)")
 	keep := fs.Bool("keep", false, "check: keep the proxy folder and the program")
+	dir := fs.String("dir", "", "standalone: the module's folder, relative to -root")
+	tidy := fs.Bool("tidy", false, "standalone: run go mod tidy and write go.mod and go.sum back")
 	_ = fs.Parse(os.Args[2:])
 	var err error
+	if cmd == "standalone" {
+		if err = standalone(context.Background(), *root, *dir, *tidy, fs.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "release standalone: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *version == "" && cmd == "check" {
 		*version, err = changelogVersion(*root)
 	}

@@ -22,8 +22,10 @@ type modDir struct {
 }
 
 // released reports whether a module is tagged and served: everything but
-// the repository's own tooling under internal/.
-func (m *modDir) released() bool { return !strings.HasPrefix(m.Dir, "internal/") }
+// the repository's own tooling under internal/ and the examples.
+func (m *modDir) released() bool {
+	return !strings.HasPrefix(m.Dir, "internal/") && m.Dir != "examples" && !strings.HasPrefix(m.Dir, "examples/")
+}
 
 // loadModules reads the modules the workspace uses (go.work), released or
 // not, in dependency order: a module comes after every sibling it requires.
@@ -113,14 +115,24 @@ func dependencyOrder(mods []*modDir) ([]*modDir, error) {
 
 // rewrite returns m's go.mod with every sibling requirement whose current
 // version passes move moved to version (nil move: every one), and a line per
-// requirement it changed. Replace directives stay.
+// requirement it changed. A replace directive of a sibling is dropped: `go
+// install pkg@version` refuses a module whose go.mod has one.
 func rewrite(m *modDir, all []*modDir, version string, move func(old string) bool) ([]byte, []string, error) {
 	f, err := modfile.Parse(m.Dir+"/go.mod", m.Data, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	var changes []string
-	for path, old := range siblings(m, all) {
+	sib := siblings(m, all)
+	for _, r := range f.Replace {
+		if _, ok := sib[r.Old.Path]; ok {
+			if err := f.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				return nil, nil, err
+			}
+			changes = append(changes, fmt.Sprintf("%s/go.mod: replace %s dropped", m.Dir, r.Old.Path))
+		}
+	}
+	for path, old := range sib {
 		if old == version || (move != nil && !move(old)) {
 			continue
 		}
@@ -163,4 +175,17 @@ func changelogVersion(root string) (string, error) {
 // pre-release, so no pseudo-version.
 func isRelease(v string) bool {
 	return semver.IsValid(v) && semver.Prerelease(v) == "" && semver.Build(v) == "" && semver.Canonical(v) == v
+}
+
+// replaceDirectives lists the replace directives of the modules' go.mod
+// files, one "dir/go.mod: replace path" line each: there must be none (the
+// workspace's go.work replaces sibling versions for development).
+func replaceDirectives(mods []*modDir) []string {
+	var out []string
+	for _, m := range mods {
+		for _, r := range m.File.Replace {
+			out = append(out, fmt.Sprintf("%s/go.mod: replace %s", m.Dir, r.Old.Path))
+		}
+	}
+	return out
 }

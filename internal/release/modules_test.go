@@ -59,13 +59,16 @@ func TestOrderAndRewrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 1 || !strings.Contains(string(data), ex+"lib v0.2.0") ||
+	if len(changes) != 2 || !strings.Contains(string(data), ex+"lib v0.2.0") ||
 		!strings.Contains(string(data), ex+"base v0.0.0-00010101000000-000000000000") ||
-		!strings.Contains(string(data), "replace "+ex+"lib => ../lib") {
-		t.Fatalf("release versions only, replace kept: %v\n%s", changes, data)
+		strings.Contains(string(data), "replace") {
+		t.Fatalf("release versions only, sibling replace dropped: %v\n%s", changes, data)
+	}
+	if r := replaceDirectives(mods); len(r) != 1 || r[0] != "app/go.mod: replace "+ex+"lib" {
+		t.Fatalf("replaceDirectives = %q", r)
 	}
 	data, changes, err = rewrite(mods[2], mods, "v0.2.0", nil)
-	if err != nil || len(changes) != 2 || strings.Contains(string(data), "v0.0.0-") {
+	if err != nil || len(changes) != 3 || strings.Contains(string(data), "v0.0.0-") {
 		t.Fatalf("every sibling: %v %v\n%s", err, changes, data)
 	}
 }
@@ -88,6 +91,88 @@ func TestChangelogVersion(t *testing.T) {
 	for v, ok := range map[string]bool{"v0.2.0": true, "v0.2": false, "v0.0.0-00010101000000-000000000000": false, "v1.0.0-rc.1": false} {
 		if isRelease(v) != ok {
 			t.Errorf("isRelease(%q) = %v", v, !ok)
+		}
+	}
+}
+
+func TestRewriteWork(t *testing.T) {
+	root := workspace(t, map[string]string{
+		"app": "module " + ex + "app\n\ngo 1.26.0\n\nrequire " + ex + "lib v0.1.0\n",
+		"lib": "module " + ex + "lib\n\ngo 1.26.0\n",
+	})
+	mods, err := loadModules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := unreplaced(root, mods); err != nil || len(u) != 1 || u[0] != ex+"lib@v0.1.0" {
+		t.Fatalf("unreplaced = %q, %v; want lib@v0.1.0", u, err)
+	}
+	work, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work = append(work, []byte("\n// the checkout\nreplace (\n\t"+ex+"lib v0.1.0 => ./lib\n)\n")...)
+	if err := os.WriteFile(filepath.Join(root, "go.work"), work, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := unreplaced(root, mods); err != nil || len(u) != 0 {
+		t.Fatalf("unreplaced = %q, %v; want none", u, err)
+	}
+	data, changes, err := rewriteWork(root, mods, "v0.2.0")
+	if err != nil || len(changes) != 1 || !strings.Contains(string(data), "// the checkout\nreplace (\n\t"+ex+"lib v0.2.0 => ./lib\n)") {
+		t.Fatalf("go.work replace moved to v0.2.0: %v %v\n%s", err, changes, data)
+	}
+}
+
+// TestRepository checks this repository's own workspace: no go.mod keeps a
+// replace directive (`go install pkg@version` refuses one), and go.work
+// replaces every sibling version a module requires with the checkout.
+func TestRepository(t *testing.T) {
+	mods, err := loadModules("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := replaceDirectives(mods); len(r) > 0 {
+		t.Errorf("go.mod replace directives (move them to go.work):\n%s", strings.Join(r, "\n"))
+	}
+	u, err := unreplaced("../..", mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u) > 0 {
+		t.Errorf("go.work does not replace %s: add `replace <path> <version> => ./<dir>`", strings.Join(u, ", "))
+	}
+}
+
+// TestReadmeVersion: the README's go get and go install lines name the
+// version CHANGELOG.md describes first, the one make release-check serves.
+func TestReadmeVersion(t *testing.T) {
+	v, err := changelogVersion("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if (strings.HasPrefix(line, "go get ") || strings.HasPrefix(line, "go install ")) && !strings.Contains(line, "@"+v) {
+			t.Errorf("README.md: %q does not name %s (CHANGELOG.md's newest version)", line, v)
+		}
+	}
+	if !strings.Contains(string(readme), "cmd/lanes@"+v) {
+		t.Errorf("README.md does not show go install github.com/lanesdev/lanes/cmd/lanes@%s", v)
+	}
+}
+
+func TestCodecFree(t *testing.T) {
+	ok := "context\ngithub.com/lanesdev/lanes/codec\ngithub.com/twmb/franz-go/pkg/kgo\ngithub.com/twmb/franz-go/pkg/srx\n"
+	if err := codecFree(ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"google.golang.org/protobuf/proto", "github.com/twmb/avro", "github.com/twmb/franz-go/pkg/sr"} {
+		if err := codecFree(ok + bad + "\n"); err == nil {
+			t.Errorf("codecFree passed a build with %s", bad)
 		}
 	}
 }

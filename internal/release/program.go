@@ -19,6 +19,9 @@ import (
 // kit, when set (kit.go), runs the same round trip through lanestest.
 var kit func(ctx context.Context) error
 
+// typed, when set (typed.go), decodes payloads through the codec module.
+var typed func(ctx context.Context) error
+
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -33,6 +36,13 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("releasecheck: lanestest accounted for a message sent and handled")
+	}
+	if typed != nil {
+		if err := typed(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "releasecheck: codec:", err)
+			os.Exit(1)
+		}
+		fmt.Println("releasecheck: codec.Typed decoded a JSON payload and refused a corrupt one for good")
 	}
 }
 
@@ -123,6 +133,43 @@ func init() {
 			return err
 		}
 		return l.Report().Err(false)
+	}
+}
+`
+
+// typedProgram adds the codec round trip when the codec module is
+// released: JSON only, so the program must build no protobuf, Avro or
+// schema-registry package (check verifies it).
+const typedProgram = `package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lanesdev/lanes/codec"
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	typed = func(ctx context.Context) error {
+		type order struct {
+			ID string ` + "`json:\"id\"`" + `
+		}
+		orders := codec.JSON[order]()
+		b, err := orders.Encode(ctx, order{ID: "o-1"})
+		if err != nil {
+			return err
+		}
+		var got order
+		h := codec.Typed(orders, func(_ context.Context, _ *consumer.Message, o order) error { got = o; return nil })
+		if err := h.Handle(ctx, &consumer.Message{Record: &kgo.Record{Value: b}}); err != nil || got.ID != "o-1" {
+			return fmt.Errorf("decoded %+v, %v", got, err)
+		}
+		if err := h.Handle(ctx, &consumer.Message{Record: &kgo.Record{Value: []byte("{")}}); !consumer.IsPermanent(err) {
+			return fmt.Errorf("a corrupt payload: %v, want a permanent error", err)
+		}
+		return nil
 	}
 }
 `

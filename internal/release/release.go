@@ -25,6 +25,9 @@ func release(root, version string, apply bool) error {
 	if !regexp.MustCompile(`(?m)^## ` + regexp.QuoteMeta(version) + `\b`).Match(changelog) {
 		return fmt.Errorf("CHANGELOG.md has no \"## %s\" section: describe the release first", version)
 	}
+	if r := replaceDirectives(mods); len(r) > 0 {
+		return fmt.Errorf("go.mod files keep replace directives, which `go install pkg@version` refuses; go.work replaces siblings instead:\n%s", strings.Join(r, "\n"))
+	}
 	status, err := git(root, "status", "--porcelain")
 	if err != nil {
 		return err
@@ -65,6 +68,21 @@ func release(root, version string, apply bool) error {
 		files = append(files, name)
 		if apply {
 			if err := os.WriteFile(filepath.Join(root, name), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	work, changes, err := rewriteWork(root, mods, version)
+	if err != nil {
+		return fmt.Errorf("go.work: %w", err)
+	}
+	for _, c := range changes {
+		fmt.Println(" ", c)
+	}
+	if len(changes) > 0 {
+		files = append(files, "go.work")
+		if apply {
+			if err := os.WriteFile(filepath.Join(root, "go.work"), work, 0o644); err != nil {
 				return err
 			}
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	brokers := flag.String("brokers", "127.0.0.1:39092", "comma-separated brokers")
+	brokers := flag.String("brokers", "127.0.0.1:19092", "comma-separated brokers")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	pid := flag.Int("pid", 0, "fail at once if this process exits")
 	flag.Parse()

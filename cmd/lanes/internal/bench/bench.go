@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
+	"github.com/lanesdev/lanes/lanestest"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type benchConfig struct {
+	brokers    string
+	partitions int
+	consumers  []string
+	pool       int
+	maxRun     time.Duration
+	timeout    time.Duration
+	json       bool
+	plots      string
+	docs       string
+	workloads  []workload
+	args       []string  // as given, for the record
+	opts       []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
+}
+
+// workloadFlags are the flags that describe one workload; given none,
+// bench runs the default suite.
+var workloadFlags = []string{"mode", "sessions", "skew", "work", "messages", "rate", "duration", "transient", "retry-wait"}
+
+func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
+	c := benchConfig{args: args}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster (default: an embedded broker)")
+	fs.IntVar(&c.partitions, "partitions", 12, "partitions of each workload's topic")
+	consumers := fs.String("consumers", strings.Join(allConsumers, ","), "consumers to compare")
+	fs.IntVar(&c.pool, "pool", 64, "workers of the key-pool baseline")
+	fs.DurationVar(&c.maxRun, "max-run", 3*time.Second, "cap on one consumer's run (after the sending, in open mode); slower consumers are measured over what they handled")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of the table")
+	fs.StringVar(&c.plots, "plots", "", "write PNG plots into this directory")
+	fs.StringVar(&c.docs, "docs", "", "regenerate the lanes bench section of this Markdown file (plots beside it, in bench/)")
+	mode := fs.String("mode", "closed", "closed (a preloaded backlog) or open (a fixed send rate)")
+	sessions := fs.Int("sessions", 1000, "sessions (keys)")
+	skew := fs.String("skew", "uniform", "key skew: uniform, or zipf:S with S > 1")
+	work := fs.String("work", "0,1ms", "comma-separated handler work per message; one workload each")
+	messages := fs.Int("messages", 0, "closed mode: messages per workload (0: sized to the work)")
+	rate := fs.Int("rate", 50000, "open mode: messages per second")
+	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
+	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
+	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
+	var sec cli.Security
+	sec.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.opts, err = sec.ClientOpts(c.brokers != ""); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("bench: unexpected argument %q: bench takes only flags", fs.Arg(0))
+	}
+	c.consumers = strings.Split(*consumers, ",")
+	for _, name := range c.consumers {
+		if runners[name] == nil {
+			return c, fmt.Errorf("--consumers: unknown consumer %q (have %s)", name, strings.Join(allConsumers, ", "))
+		}
+	}
+	switch {
+	case c.partitions < 1:
+		return c, fmt.Errorf("--partitions %d: need at least 1", c.partitions)
+	case c.pool < 1:
+		return c, fmt.Errorf("--pool %d: need at least 1", c.pool)
+	case c.maxRun <= 0:
+		return c, fmt.Errorf("--max-run %v: want a positive duration", c.maxRun)
+	case c.timeout <= 0:
+		return c, fmt.Errorf("--timeout %v: want a positive duration", c.timeout)
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
+	if !given {
+		c.workloads = defaultSuite(c.partitions)
+		return c, nil
+	}
+	base := workload{Mode: *mode, Sessions: *sessions, Messages: *messages, Rate: *rate, Duration: *duration,
+		Transient: *transient, RetryWait: *retryWait, Partitions: c.partitions}
+	if err := parseSkew(*skew, &base); err != nil {
+		return c, err
+	}
+	for _, s := range strings.Split(*work, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("--work %q: want durations such as 0,100us,1ms", s)
+		}
+		w := base
+		w.Work = d
+		if err := w.finish(); err != nil {
+			return c, err
+		}
+		c.workloads = append(c.workloads, w)
+	}
+	return c, nil
+}
+
+func parseSkew(s string, w *workload) error {
+	if s == "uniform" {
+		return nil
+	}
+	x, ok := strings.CutPrefix(s, "zipf:")
+	v, err := strconv.ParseFloat(x, 64)
+	if !ok || err != nil || v <= 1 {
+		return fmt.Errorf("--skew %q: want uniform or zipf:S with S > 1 (e.g. zipf:1.1)", s)
+	}
+	w.Zipf = v
+	return nil
+}
+
+// finish checks a workload, sizes it and names it.
+func (w *workload) finish() error {
+	switch {
+	case w.Mode != "closed" && w.Mode != "open":
+		return fmt.Errorf("--mode %q: want closed or open", w.Mode)
+	case w.Sessions < 1:
+		return fmt.Errorf("--sessions %d: need at least 1", w.Sessions)
+	case w.Messages < 0:
+		return fmt.Errorf("--messages %d: must not be negative", w.Messages)
+	case w.Transient < 0 || w.Transient >= 1:
+		return fmt.Errorf("--transient %v: want a probability in [0, 1)", w.Transient)
+	case w.Transient > 0 && w.RetryWait <= 0:
+		return fmt.Errorf("--retry-wait %v: must be positive with --transient", w.RetryWait)
+	case w.Mode == "open" && w.Rate < 1:
+		return fmt.Errorf("--rate %d: open mode needs at least 1 message per second", w.Rate)
+	case w.Mode == "open" && w.Duration <= 0:
+		return fmt.Errorf("--duration %v: open mode needs a positive duration", w.Duration)
+	}
+	if w.Mode == "open" {
+		w.Messages = int(float64(w.Rate) * w.Duration.Seconds())
+	} else if w.Messages == 0 {
+		w.Messages = 100 * w.Sessions
+		if w.Work > 0 {
+			w.Messages = min(100_000, w.Sessions*max(1, int(500*time.Millisecond/w.Work)))
+		}
+	}
+	if w.Messages < 1 {
+		return errors.New("the workload has no messages: raise --messages, or --rate × --duration")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d sess", w.Mode, w.Sessions)
+	if w.Mode == "open" {
+		fmt.Fprintf(&b, " %d/s", w.Rate)
+	}
+	if w.Zipf > 0 {
+		fmt.Fprintf(&b, " zipf %g", w.Zipf)
+	}
+	if w.Work == 0 {
+		b.WriteString(" work 0")
+	} else {
+		fmt.Fprintf(&b, " work %v", w.Work)
+	}
+	if w.Transient > 0 {
+		fmt.Fprintf(&b, " %g%% fail %v wait", w.Transient*100, w.RetryWait)
+	}
+	w.Name = b.String()
+	return nil
+}
+
+// defaultSuite covers the throughput-against-work curve and every row of
+// the targets table, sized to finish in under two minutes on two cores.
+func defaultSuite(partitions int) []workload {
+	closed := func(sessions, messages int, work time.Duration) workload {
+		return workload{Mode: "closed", Sessions: sessions, Messages: messages, Work: work, Partitions: partitions}
+	}
+	ws := []workload{
+		closed(1000, 100_000, 0), // as the consumer's Go benchmark: 100 per session
+		closed(1000, 100_000, 100*time.Microsecond),
+		closed(1000, 100_000, time.Millisecond),
+		closed(1000, 40_000, 5*time.Millisecond),
+		closed(1000, 20_000, 10*time.Millisecond),
+		closed(1000, 5_000, 100*time.Millisecond),
+	}
+	zipf := closed(1000, 10_000, time.Millisecond)
+	zipf.Zipf = 1.1
+	fail := closed(10, 50_000, 0)
+	fail.Transient, fail.RetryWait = 0.10, 2*time.Millisecond
+	open := workload{Mode: "open", Sessions: 1000, Rate: 50_000, Duration: 2 * time.Second, Partitions: partitions}
+	ws = append(ws, zipf, fail, open)
+	for i := range ws {
+		if err := ws[i].finish(); err != nil {
+			panic(err) // the suite is fixed
+		}
+	}
+	return ws
+}
+
+var allConsumers = []string{consLanes, consRaw, consPart, consPool}
+
+// consumersFor drops raw polling where it would not be the limit: with
+// handler work or failures it handles one record at a time.
+func (c benchConfig) consumersFor(w workload) []string {
+	var out []string
+	for _, name := range c.consumers {
+		if name == consRaw && (w.Work > 0 || w.Transient > 0) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// Run runs "lanes bench": every workload through every consumer, in one process, on
+// one broker, and reports them side by side.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseBench(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	b := &bench{cfg: cfg, stderr: stderr, prefix: fmt.Sprintf("lanes-bench-%d", time.Now().UnixNano())}
+	if cfg.brokers == "" {
+		if b.broker, err = lanestest.NewBroker(int32(cfg.partitions)); err != nil {
+			return fmt.Errorf("start the embedded broker: %w", err)
+		}
+		b.where = "embedded broker (kfake, in process)"
+	} else {
+		b.broker = lanestest.ConnectBroker(strings.Split(cfg.brokers, ","), cfg.opts...)
+		b.where = "brokers " + cfg.brokers
+	}
+	defer b.broker.Close()
+	b.brokers = b.broker.Addrs()
+	start := time.Now()
+	sleeps := measureSleeps(cfg.workloads)
+	var results []Result
+	runs := 0
+	for _, w := range cfg.workloads {
+		runs += len(cfg.consumersFor(w))
+	}
+	for i, w := range cfg.workloads {
+		fmt.Fprintf(stderr, "workload %d/%d: %s (%d messages)\n", i+1, len(cfg.workloads), w.Name, w.Messages)
+		rs, err := b.runWorkload(ctx, w, i, runs, len(results))
+		results = append(results, rs...)
+		if err != nil {
+			return err
+		}
+	}
+	rep := newBenchReport(cfg, b.where, results, time.Since(start))
+	rep.Sleeps = sleeps
+	if cfg.json {
+		err = rep.writeJSON(stdout)
+	} else {
+		rep.print(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if cfg.plots != "" {
+		if _, err := rep.plot(cfg.plots); err != nil {
+			return err
+		}
+	}
+	if cfg.docs != "" {
+		if err := rep.writeDocs(cfg.docs); err != nil {
+			return err
+		}
+	}
+	return rep.verdict()
+}

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestBenchSmall runs lanes bench end to end on the embedded broker with a
+// tiny closed and open workload; no timing is asserted, only that every
+// consumer ran and kept order.
+func TestBenchSmall(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "bench.md")
+	if err := os.WriteFile(docs, []byte("# Benchmarks\n\nkept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), []string{"--sessions", "40", "--messages", "3000", "--work", "0,200us",
+		"--partitions", "4", "--pool", "8", "--json", "--docs", docs}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	seen := map[string]int{}
+	for _, r := range rep.Results {
+		seen[r.Consumer]++
+		if r.Violations+r.Overlaps != 0 || r.Handled == 0 {
+			t.Errorf("%s on %s: %d violations, %d overlaps, %d handled", r.Consumer, r.Workload, r.Violations, r.Overlaps, r.Handled)
+		}
+	}
+	// raw polling runs only where the work is zero
+	want := map[string]int{consLanes: 2, consRaw: 1, consPart: 2, consPool: 2}
+	for c, n := range want {
+		if seen[c] != n {
+			t.Errorf("%s ran %d times, want %d", c, seen[c], n)
+		}
+	}
+	if !strings.Contains(errOut.String(), "workload 2/2") {
+		t.Errorf("no progress on stderr:\n%s", errOut.String())
+	}
+	md, err := os.ReadFile(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"kept", docsBegin, docsEnd, "| lanes |", "bench/throughput.png", "lanes bench --sessions 40"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("docs lack %q:\n%s", s, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bench", "throughput.png")); err != nil {
+		t.Errorf("throughput plot: %v", err)
+	}
+}
+
+// TestBenchOpenTable runs a short open-mode workload and checks the table.
+func TestBenchOpenTable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), []string{"--mode", "open", "--sessions", "20", "--rate", "4000",
+		"--duration", "500ms", "--work", "0", "--partitions", "3", "--consumers", "lanes,raw-poll",
+		"--transient", "0"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, s := range []string{"open 20 sess 4000/s work 0", "lanes", "raw-poll", "p99.9", "viol"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, out.String())
+		}
+	}
+}
+
+// TestBenchBadFlags: wrong input is rejected, and the message names the
+// one flag that is wrong.
+func TestBenchBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partitions", "0"}, "--partitions 0"},
+		{[]string{"--pool", "0"}, "--pool 0"},
+		{[]string{"--consumers", "lanes,kafka-streams"}, `--consumers: unknown consumer "kafka-streams"`},
+		{[]string{"--max-run", "0s"}, "--max-run 0s"},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s"},
+		{[]string{"--mode", "half-open"}, `--mode "half-open"`},
+		{[]string{"--sessions", "0"}, "--sessions 0"},
+		{[]string{"--skew", "zipf:0.9"}, `--skew "zipf:0.9"`},
+		{[]string{"--skew", "pareto"}, `--skew "pareto"`},
+		{[]string{"--work", "1ms,fast"}, `--work "fast"`},
+		{[]string{"--work", "-1ms"}, "--work"},
+		{[]string{"--transient", "1"}, "--transient 1"},
+		{[]string{"--transient", "0.1", "--retry-wait", "0s"}, "--retry-wait 0s"},
+		{[]string{"--mode", "open", "--rate", "0"}, "--rate 0"},
+		{[]string{"--mode", "open", "--duration", "0s"}, "--duration 0s"},
+		{[]string{"--messages", "-5"}, "--messages -5"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	} {
+		_, err := parseBench(tc.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseBench(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	c, err := parseBench(nil, &bytes.Buffer{})
+	if err != nil || len(c.workloads) < 5 {
+		t.Fatalf("default suite: %v, %d workloads", err, len(c.workloads))
+	}
+	c, err = parseBench([]string{"--skew", "zipf:1.1", "--work", "0,1ms,100us"}, &bytes.Buffer{})
+	if err != nil || len(c.workloads) != 3 || c.workloads[2].Work != 100*time.Microsecond || c.workloads[0].Zipf != 1.1 {
+		t.Fatalf("--work list: %v %+v", err, c.workloads)
+	}
+}
+
+// TestBound checks the bound with transient failures against a direct
+// count: the busiest session's attempts and waits.
+func TestBound(t *testing.T) {
+	w := workload{Mode: "closed", Sessions: 2, Messages: 4, Work: time.Millisecond, Partitions: 1}
+	if b := w.plan().bound; b < 1999 || b > 2001 { // 2 messages × 1 ms per session
+		t.Errorf("bound %v, want 2000 msg/s", b)
+	}
+	w.Transient, w.RetryWait = 0.5, 2*time.Millisecond
+	if w.wait(1) != 2*time.Millisecond || w.wait(3) != 8*time.Millisecond || w.wait(100) != 128*time.Millisecond {
+		t.Errorf("waits %v %v %v", w.wait(1), w.wait(3), w.wait(100))
+	}
+	p := w.plan()
+	var most time.Duration
+	for s := range uint32(2) {
+		var d time.Duration
+		for seq := range uint32(2) {
+			d += w.cost(s, seq)
+		}
+		most = max(most, d)
+	}
+	if got, want := p.bound, 4/most.Seconds(); got != want {
+		t.Errorf("bound %v, want %v", got, want)
+	}
+}

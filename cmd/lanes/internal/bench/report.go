@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// benchReport is what a lanes bench run found, with where and how it ran.
+type benchReport struct {
+	Machine   string        `json:"machine"`
+	Command   string        `json:"command"`
+	Broker    string        `json:"broker"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Workloads []workload    `json:"workloads"`
+	Results   []Result      `json:"results"`
+	Targets   []target      `json:"targets,omitempty"`
+	// Sleeps is how long the handler's simulated work really takes here:
+	// the timer's granularity rounds short sleeps up.
+	Sleeps []sleepCheck `json:"sleeps,omitempty"`
+}
+
+type sleepCheck struct {
+	Work  time.Duration `json:"work_ns"`
+	Slept time.Duration `json:"slept_ns"`
+}
+
+// measureSleeps times the handler work of every workload on this machine.
+func measureSleeps(ws []workload) []sleepCheck {
+	var out []sleepCheck
+	for _, w := range ws {
+		if w.Work <= 0 || slices.ContainsFunc(out, func(c sleepCheck) bool { return c.Work == w.Work }) {
+			continue
+		}
+		n := max(3, min(50, int(100*time.Millisecond/w.Work)))
+		start := time.Now()
+		for range n {
+			time.Sleep(w.Work)
+		}
+		out = append(out, sleepCheck{w.Work, time.Since(start) / time.Duration(n)})
+	}
+	return out
+}
+
+func (r *benchReport) sleepLine() string {
+	if len(r.Sleeps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(r.Sleeps))
+	for i, c := range r.Sleeps {
+		parts[i] = fmt.Sprintf("%v → %s", c.Work, FormatDuration(c.Slept))
+	}
+	return "handler work as slept on this machine (time.Sleep): " + strings.Join(parts, ", ")
+}
+
+// target is one row of the consumer's performance targets, as measured.
+type target struct {
+	Measure  string `json:"measure"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+}
+
+func newBenchReport(cfg benchConfig, where string, rs []Result, elapsed time.Duration) *benchReport {
+	r := &benchReport{Machine: machine(), Command: strings.TrimSpace("lanes bench " + strings.Join(cfg.args, " ")),
+		Broker: where, Elapsed: elapsed, Workloads: cfg.workloads, Results: rs}
+	for i := range r.Results {
+		x := &r.Results[i]
+		raw := r.find(x.Workload, consRaw)
+		switch {
+		case x.Bound > 0 && r.workload(x.Workload).Mode == "closed":
+			x.Ratio, x.RatioTo = x.Active/x.Bound, "bound"
+		case raw != nil && raw.Steady > 0 && r.workload(x.Workload).Mode == "closed":
+			x.Ratio, x.RatioTo = x.Steady/raw.Steady, consRaw
+		}
+	}
+	r.Targets = r.targets()
+	return r
+}
+
+func (r *benchReport) workload(name string) workload {
+	for _, w := range r.Workloads {
+		if w.Name == name {
+			return w
+		}
+	}
+	return workload{}
+}
+
+func (r *benchReport) find(workload, consumer string) *Result {
+	for i := range r.Results {
+		if r.Results[i].Workload == workload && r.Results[i].Consumer == consumer {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// findWhere returns the named consumer's result on the first workload that
+// matches.
+func (r *benchReport) findWhere(consumer string, match func(workload) bool) *Result {
+	for _, w := range r.Workloads {
+		if match(w) {
+			if x := r.find(w.Name, consumer); x != nil {
+				return x
+			}
+		}
+	}
+	return nil
+}
+
+// targets measures the rows of the consumer's targets table that this run
+// has workloads for.
+func (r *benchReport) targets() []target {
+	var ts []target
+	closed := func(sessions int, work time.Duration, zipf, fail float64) func(workload) bool {
+		return func(w workload) bool {
+			return w.Mode == "closed" && w.Sessions == sessions && w.Work == work && w.Zipf == zipf && w.Transient == fail
+		}
+	}
+	if l, raw := r.findWhere(consLanes, closed(1000, 0, 0, 0)), r.findWhere(consRaw, closed(1000, 0, 0, 0)); l != nil && raw != nil && raw.Steady > 0 {
+		ts = append(ts, target{"zero work, 1,000 sessions: lanes ÷ raw polling, steady", "≥ 0.6",
+			fmt.Sprintf("%.2f (%s vs %s msg/s)", l.Steady/raw.Steady, fmtRate(l.Steady), fmtRate(raw.Steady))})
+	}
+	if l := r.findWhere(consLanes, closed(1000, 5*time.Millisecond, 0, 0)); l != nil {
+		ts = append(ts, target{"5 ms work, 1,000 sessions: ÷ bound", "≥ 0.9", fmt.Sprintf("%.2f", l.Ratio)})
+	}
+	if l := r.findWhere(consLanes, closed(10, 0, 0, 0.10)); l != nil {
+		ts = append(ts, target{"10 sessions, 10 % transient failures, 2 ms first retry wait: ÷ the bound the waits allow", "≥ 0.9",
+			fmt.Sprintf("%.2f (%s msg/s)", l.Ratio, fmtRate(l.Steady))})
+	}
+	open := func(w workload) bool { return w.Mode == "open" && w.Rate == 50_000 && w.Work == 0 && w.Transient == 0 }
+	if l, raw := r.findWhere(consLanes, open), r.findWhere(consRaw, open); l != nil && raw != nil && raw.P99 > 0 {
+		ts = append(ts, target{"open mode, 50,000 msg/s, zero work: p99 ÷ raw polling's p99", "≤ 1.3×; p50 ≤ 2 ms",
+			fmt.Sprintf("%.1f× (%s vs %s); p50 %s", float64(l.P99)/float64(raw.P99), FormatDuration(l.P99), FormatDuration(raw.P99), FormatDuration(l.P50))})
+	}
+	zipf := func(w workload) bool { return w.Mode == "closed" && w.Zipf == 1.1 && w.Work == time.Millisecond }
+	if l := r.findWhere(consLanes, zipf); l != nil {
+		ts = append(ts, target{"Zipf s = 1.1, 1 ms work: ÷ busiest-session bound", "≥ 0.95", fmt.Sprintf("%.2f", l.Ratio)})
+	}
+	return ts
+}
+
+// print writes the table, one row per consumer and workload.
+func (r *benchReport) print(w io.Writer) {
+	fmt.Fprintf(w, "lanes bench: %s; %s\n\n", r.Broker, r.Machine)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, row := range r.rows() {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprint(w, benchFootnote)
+	if line := r.sleepLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(w, "\ntargets\n")
+		for _, t := range r.Targets {
+			fmt.Fprintf(w, "  %-90s %-20s %s\n", t.Measure, t.Target, t.Measured)
+		}
+	}
+	fmt.Fprintf(w, "\n%d runs in %s\n", len(r.Results), r.Elapsed.Round(time.Second))
+}
+
+const benchFootnote = `
+steady: between 10 % and 90 % of the messages handled; wall: from the consumer's start (closed) or the first send (open).
+ratio: msgs/s from the first attempt's start to the last message handled ÷ the bound per-session order allows (the busiest
+  session's work and retry waits, nominal), or steady ÷ raw polling's steady at zero work.
+latency: closed mode from the run's start (time in the backlog); open mode from each message's intended send time.
+viol: order violations and overlapping calls, every message checked. allocs/msg and heap are the whole process's, broker included.
+* capped by --max-run before every message was handled: rates over what was handled.
+`
+
+var benchHeader = []string{"workload", "consumer", "steady msg/s", "wall msg/s", "ratio", "p50", "p99", "p99.9", "max",
+	"viol", "allocs/msg", "peak heap", "goroutines"}
+
+func (r *benchReport) rows() [][]string {
+	rows := [][]string{benchHeader}
+	for _, x := range r.Results {
+		wall := fmtRate(x.Wall)
+		if !x.Finished {
+			wall += "*"
+		}
+		ratio := "—"
+		if x.RatioTo != "" {
+			ratio = fmt.Sprintf("%.2f %s", x.Ratio, strings.TrimSuffix(x.RatioTo, "-poll"))
+		}
+		rows = append(rows, []string{x.Workload, x.Consumer, fmtRate(x.Steady), wall, ratio,
+			FormatDuration(x.P50), FormatDuration(x.P99), FormatDuration(x.P999), FormatDuration(x.Max),
+			fmt.Sprint(x.Violations + x.Overlaps), fmt.Sprintf("%.1f", x.AllocsPerMsg),
+			fmt.Sprintf("%.0f MiB", float64(x.PeakHeap)/(1<<20)), fmt.Sprint(x.PeakGoroutines)})
+	}
+	return rows
+}
+
+func (r *benchReport) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// verdict fails the run when any consumer broke per-session order.
+func (r *benchReport) verdict() error {
+	var errs []error
+	for _, x := range r.Results {
+		if x.Violations+x.Overlaps > 0 {
+			errs = append(errs, fmt.Errorf("%s on %s: %d order violations, %d overlapping calls",
+				x.Consumer, x.Workload, x.Violations, x.Overlaps))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fmtRate(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	default:
+		return fmt.Sprintf("%.0f", x)
+	}
+}
+
+// FormatDuration prints a latency for the tables: µs, ms or s, "—" for
+// none.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "—"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+// machine describes where the run happened.
+func machine() string {
+	cpu := ""
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v) + ", "
+				break
+			}
+		}
+		f.Close()
+	}
+	return fmt.Sprintf("%s%d CPUs (GOMAXPROCS %d), %s/%s, %s", cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0),
+		runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

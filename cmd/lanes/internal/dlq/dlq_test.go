@@ -1,0 +1,224 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/hashring"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestDLQInspectAndReplay: dead-lettered records are listed with their
+// reasons, and replayed to their source topic with the same key and event
+// ID, without the lanes-dlq-* headers, on the session's partition.
+func TestDLQInspectAndReplay(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "chat", "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	dead := func(session, reason string, seq uint64) *kgo.Record {
+		r := &kgo.Record{Topic: "chat-dlq", Key: []byte(session), Value: []byte(session + " says hi")}
+		eventid.Stamp(r, eventid.ForSequence(session, seq), session)
+		r.Headers = append(r.Headers,
+			kgo.RecordHeader{Key: consumer.HeaderDLQTopic, Value: []byte("chat")},
+			kgo.RecordHeader{Key: consumer.HeaderDLQPartition, Value: []byte("1")},
+			kgo.RecordHeader{Key: consumer.HeaderDLQOffset, Value: []byte("42")},
+			kgo.RecordHeader{Key: consumer.HeaderDLQReason, Value: []byte(reason)},
+			kgo.RecordHeader{Key: consumer.HeaderDLQAttempts, Value: []byte("3")},
+			kgo.RecordHeader{Key: consumer.HeaderDLQError, Value: []byte("boom")})
+		return r
+	}
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, dead("chat-1", "permanent", 1), dead("chat-2", "retries-exhausted", 7),
+		dead("chat-3", "permanent", 2)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	for _, tc := range []struct {
+		args    []string
+		want    []string
+		records int // lines printed for records
+		values  bool
+	}{
+		{nil, []string{"3 records; permanent: 2; retries-exhausted: 1", "from=chat/1@42", "# PARTITION/OFFSET: the record's place in chat-dlq",
+			" at=" + time.Now().UTC().Format("2006-01-02"), "error: boom"}, 3, false},
+		{[]string{"--values"}, []string{`value: "chat-2 says hi"`}, 3, true},
+		{[]string{"--limit", "1"}, []string{"3 records (1 shown, --limit 1); permanent: 2"}, 1, false},
+	} {
+		out.Reset()
+		args := append([]string{"inspect", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...)
+		if err := Run(ctx, args, &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("inspect %v lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		if n := strings.Count(out.String(), " at="); n != tc.records {
+			t.Errorf("inspect %v printed %d records, want %d:\n%s", tc.args, n, tc.records, out.String())
+		}
+		if n := strings.Count(out.String(), "  value: "); (n > 0) != tc.values {
+			t.Errorf("inspect %v printed %d values:\n%s", tc.args, n, out.String())
+		}
+	}
+
+	// A dry run checks that the target topics exist.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "nowhere"}, "target topic nowhere: no such topic on brokers " + brokers},
+		{[]string{"--reason", "permanent"}, "2 records would be replayed"},
+	} {
+		out.Reset()
+		err := Run(ctx, append([]string{"replay", "--dry-run", "--brokers", brokers, "--topic", "chat-dlq"}, tc.args...), &out, &out)
+		if !strings.Contains(out.String(), tc.want) && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("replay --dry-run %v: %v %s, want %q", tc.args, err, out.String(), tc.want)
+		}
+	}
+	if err := Run(ctx, []string{"inspect", "--brokers", brokers, "--topic", "no-dlq"}, &out, &out); err == nil ||
+		!strings.Contains(err.Error(), "--topic no-dlq: no such topic on brokers "+brokers) {
+		t.Errorf("inspect of a missing topic: %v", err)
+	}
+
+	out.Reset()
+	if err := Run(ctx, []string{"replay", "--brokers", brokers, "--topic", "chat-dlq", "--reason", "permanent"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 records replayed") {
+		t.Fatalf("replay output: %s", out.String())
+	}
+	got, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: time.Minute}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d records in chat, want 2", len(got))
+	}
+	for _, r := range got {
+		s := string(r.Key)
+		if want, _ := hashring.KafkaPartition(r.Key, 4); int(r.Partition) != want {
+			t.Errorf("%s replayed to partition %d, want %d", s, r.Partition, want)
+		}
+		if eventid.FromRecord(r) != eventid.ForSequence(s, map[string]uint64{"chat-1": 1, "chat-3": 2}[s]) {
+			t.Errorf("%s: event ID changed on replay", s)
+		}
+		for _, h := range r.Headers {
+			if strings.HasPrefix(h.Key, "lanes-dlq-") {
+				t.Errorf("%s: replayed with header %s", s, h.Key)
+			}
+		}
+	}
+	if err := Run(ctx, []string{"replay", "--topic", "x"}, &out, &out); err == nil {
+		t.Error("replay without --brokers succeeded")
+	}
+}
+
+// TestDLQUnreachable: when no broker answers, a dlq command gives up (at
+// once when the connection is refused, after --timeout when the broker
+// accepts but stays silent) and says which brokers it waited for and what
+// for.
+func TestDLQUnreachable(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	conns.Add(1)
+	go func() { // accept and never answer
+		defer conns.Done()
+		var held []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer conns.Wait()
+	defer silent.Close()
+	for _, tc := range []struct {
+		name, broker, want string
+	}{
+		{"refused", "127.0.0.1:1", "brokers 127.0.0.1:1, looking up topic chat-dlq: "},
+		{"silent", silent.Addr().String(), "brokers " + silent.Addr().String() + " did not answer within --timeout 300ms while looking up topic chat-dlq"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Run(context.Background(), []string{"inspect", "--brokers", tc.broker, "--topic", "chat-dlq", "--timeout", "300ms"},
+				&bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil {
+				t.Fatal("inspect with no broker answering succeeded")
+			}
+			for _, want := range []string{tc.want, "check "} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBadFlags: wrong input is rejected, -h exits cleanly, and the message
+// names the one flag (or argument) that is wrong, never an internal package.
+func TestBadFlags(t *testing.T) {
+	t.Setenv("LANES_SASL_PASSWORD", "")
+	b := func(cmd string, extra ...string) []string {
+		return append([]string{cmd, "--brokers", "127.0.0.1:1", "--topic", "chat-dlq"}, extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "want a command: inspect or replay"},
+		{[]string{"list"}, `unknown command "list"`},
+		{[]string{"inspect", "--topic", "x"}, "--brokers is required"},
+		{[]string{"replay", "--brokers", "127.0.0.1:1"}, "--topic is required"},
+		{b("inspect", "--limit", "-1"), "--limit -1"},
+		{b("inspect", "--timeout", "0s"), "--timeout 0s"},
+		{b("inspect", "extra"), `unexpected argument "extra"`},
+		{b("replay", "extra"), `unexpected argument "extra"`},
+		{b("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
+		{b("replay", "--limit", "3"), "flag provided but not defined: -limit"},
+		{b("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled`},
+		{b("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
+		{b("inspect", "--tls-cert", "c.pem"), "--tls-key: missing"},
+		{b("inspect", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "u"), "--sasl-password: missing"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var errOut bytes.Buffer
+			err := Run(context.Background(), tc.args, &bytes.Buffer{}, &errOut)
+			if err == nil || !strings.Contains(err.Error()+errOut.String(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			for _, internal := range []string{"lanestest", "kfake", "kadm", "kgo"} {
+				if strings.Contains(err.Error(), internal) {
+					t.Errorf("error %q names the internal package %s", err, internal)
+				}
+			}
+		})
+	}
+}

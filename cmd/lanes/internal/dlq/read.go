@@ -1,0 +1,96 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// awaitErr says what a dlq command was waiting for from which brokers when
+// err ended it, and what to check when the brokers did not answer in time.
+func awaitErr(f dlqFlags, what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("brokers %s did not answer within --timeout %v while %s: check that they are up and reachable (and the --tls/--sasl flags): %w",
+			f.brokers, f.timeout, what, err)
+	}
+	return fmt.Errorf("brokers %s, %s: %w (check --brokers and that they are up)", f.brokers, what, err)
+}
+
+// missingTopics returns the topics of want that do not exist on the brokers.
+func missingTopics(ctx context.Context, adm *kadm.Client, want ...string) ([]string, error) {
+	td, err := adm.ListTopics(ctx, want...)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, t := range want {
+		d, ok := td[t]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			missing = append(missing, t)
+		} else if d.Err != nil {
+			return nil, fmt.Errorf("topic %s: %w", t, d.Err)
+		}
+	}
+	return missing, nil
+}
+
+// readDLQ reads the dead-letter topic from its start to the end offsets
+// seen at the start, within --timeout.
+func readDLQ(ctx context.Context, f dlqFlags, opts []kgo.Opt) ([]*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(f.topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return nil, fmt.Errorf("brokers %s: %w", f.brokers, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	missing, err := missingTopics(ctx, adm, f.topic)
+	if err != nil {
+		return nil, awaitErr(f, "looking up topic "+f.topic, err)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("--topic %s: no such topic on brokers %s", f.topic, f.brokers)
+	}
+	starts, err := adm.ListStartOffsets(ctx, f.topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, awaitErr(f, "listing the start offsets of "+f.topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, f.topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, awaitErr(f, "listing the end offsets of "+f.topic, err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
+			want[o.Partition] = o.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, awaitErr(f, fmt.Sprintf("reading %s (%d records read, %d partitions not read to their end)", f.topic, len(out), len(want)), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := want[r.Partition]; ok && r.Offset < end {
+				out = append(out, r)
+				if r.Offset == end-1 {
+					delete(want, r.Partition)
+				}
+			}
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,46 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestUndecodable(t *testing.T) {
+	base := errors.New("bad magic byte")
+	u := Undecodable(base)
+	if !IsPermanent(u) || !errors.Is(u, base) || permanentReason(u) != ReasonDecode {
+		t.Fatalf("Undecodable(%v): permanent %v, reason %q", base, IsPermanent(u), permanentReason(u))
+	}
+	if permanentReason(Permanent(base)) != ReasonPermanent || Undecodable(nil) != nil {
+		t.Fatal("Permanent's reason changed, or Undecodable(nil) != nil")
+	}
+}
+
+// TestUndecodableDeadLettered: a handler's Undecodable error is never
+// retried: the record is dead-lettered on its first attempt with reason
+// decode and the error in its headers; the session's next record runs
+// after it.
+func TestUndecodableDeadLettered(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produce("chats", []string{"a"}, 3)
+	rec := newRecorder(3, func(ctx context.Context, m *Message) error {
+		if string(m.Record.Value) == "a|1" {
+			return Undecodable(errors.New("schema 7 not found"))
+		}
+		return nil
+	})
+	c := runAll(t, e.config("g-decode", "chats"), rec, 1)
+	checkOrder(t, rec, []string{"chats"}, []string{"a"}, 3)
+	st := c.Stats()
+	if st.DeadLetteredByReason[ReasonDecode] != 1 || st.Retries != 0 {
+		t.Errorf("DLQ by reason %v, retries %d: want 1 decode, no retry", st.DeadLetteredByReason, st.Retries)
+	}
+	dlq := readDLQ(t, e, 1)
+	want := map[string]string{HeaderDLQReason: string(ReasonDecode), HeaderDLQAttempts: "1", HeaderDLQError: "decode: schema 7 not found"}
+	for k, v := range want {
+		if got := header(dlq[0], k); got != v {
+			t.Errorf("DLQ header %s = %q, want %q", k, got, v)
+		}
+	}
+}
