@@ -20,7 +20,7 @@ import (
 // holding sessionsMessages records spread evenly over its sessions
 // (12 partitions, one kfake broker in process). It reports lanes' msgs/s,
 // the peak number of goroutines and the peak heap + stacks in use above the
-// baseline, per session, sampled every 5 ms while it runs, and the
+// baseline, per session, sampled every 25 ms while it runs, and the
 // goroutines left a second after the last record was handled. Set
 // LANES_BENCH_SESSIONS (a comma-separated list) to choose the session
 // counts; 1,000,000 sessions with LANES_BENCH_MESSAGES=2000000 is the large
@@ -135,7 +135,7 @@ func consumeSampled(b *testing.B, addrs []string, topic string, msgs int) (time.
 	sampled := make(chan struct{})
 	go func() { // a measurement, not synchronisation
 		defer close(sampled)
-		t := time.NewTicker(5 * time.Millisecond)
+		t := time.NewTicker(25 * time.Millisecond) // ReadMemStats stops the world: not too often
 		defer t.Stop()
 		for {
 			select {
