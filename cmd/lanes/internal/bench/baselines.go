@@ -30,9 +30,15 @@ const (
 	consRaw   = "raw-poll"
 	consPart  = "per-partition"
 	consPool  = "key-pool"
+	consMin   = "minimal"
+	consCeil  = "ceiling"
 )
 
-var runners = map[string]runner{consLanes: runLanes, consRaw: runRaw, consPart: runPerPartition, consPool: runKeyPool}
+var runners = map[string]runner{consLanes: runLanes, consRaw: runRaw, consPart: runPerPartition, consPool: runKeyPool,
+	consMin: runMinimal, consCeil: runCeiling}
+
+// kgoRecord shortens the record type in the baselines.
+type kgoRecord = kgo.Record
 
 // runLanes is the lanes consumer with its defaults, retrying on the
 // workload's schedule (no jitter, never dead-lettering).

@@ -42,7 +42,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster (default: an embedded broker)")
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of each workload's topic")
 	consumers := fs.String("consumers", strings.Join(allConsumers, ","), "consumers to compare")
-	fs.IntVar(&c.pool, "pool", 64, "workers of the key-pool baseline")
+	fs.IntVar(&c.pool, "pool", 0, "workers of the key-pool baseline (0: the workload's sessions, at most 1,000)")
 	fs.DurationVar(&c.maxRun, "max-run", 3*time.Second, "cap on one consumer's run (after the sending, in open mode); slower consumers are measured over what they handled")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of the table")
@@ -78,8 +78,8 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	switch {
 	case c.partitions < 1:
 		return c, fmt.Errorf("--partitions %d: need at least 1", c.partitions)
-	case c.pool < 1:
-		return c, fmt.Errorf("--pool %d: need at least 1", c.pool)
+	case c.pool < 0:
+		return c, fmt.Errorf("--pool %d: need at least 1 (or 0 for the default)", c.pool)
 	case c.maxRun <= 0:
 		return c, fmt.Errorf("--max-run %v: want a positive duration", c.maxRun)
 	case c.timeout <= 0:
@@ -201,14 +201,24 @@ func defaultSuite(partitions int) []workload {
 	return ws
 }
 
-var allConsumers = []string{consLanes, consRaw, consPart, consPool}
+var allConsumers = []string{consLanes, consRaw, consMin, consCeil, consPart, consPool}
 
 // consumersFor drops raw polling where it would not be the limit: with
 // handler work or failures it handles one record at a time.
+// poolFor is the key-pool baseline's workers on w: --pool, or by default
+// as many as sessions up to 1,000 (the concurrency a hand-rolled pool
+// would be given).
+func (c benchConfig) poolFor(w workload) int {
+	if c.pool > 0 {
+		return c.pool
+	}
+	return min(w.Sessions, 1000)
+}
+
 func (c benchConfig) consumersFor(w workload) []string {
 	var out []string
 	for _, name := range c.consumers {
-		if name == consRaw && (w.Work > 0 || w.Transient > 0) {
+		if name == consRaw && (w.Work > 0 || w.Transient > 0) || name == consCeil && w.Mode != "closed" {
 			continue
 		}
 		out = append(out, name)

@@ -42,7 +42,7 @@ func TestBenchSmall(t *testing.T) {
 		}
 	}
 	// raw polling runs only where the work is zero
-	want := map[string]int{consLanes: 2, consRaw: 1, consPart: 2, consPool: 2}
+	want := map[string]int{consLanes: 2, consRaw: 1, consMin: 2, consCeil: 2, consPart: 2, consPool: 2}
 	for c, n := range want {
 		if seen[c] != n {
 			t.Errorf("%s ran %d times, want %d", c, seen[c], n)
@@ -55,7 +55,12 @@ func TestBenchSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"kept", docsBegin, docsEnd, "| lanes |", "bench/throughput.png", "lanes bench --sessions 40"} {
+	for _, r := range rep.Results {
+		if r.Consumer == consLanes && r.OfCeiling <= 0 {
+			t.Errorf("lanes on %s: no ratio to the ceiling", r.Workload)
+		}
+	}
+	for _, s := range []string{"kept", docsBegin, docsEnd, "| lanes |", "| ceiling |", "÷ ceiling", "bench/throughput.png", "lanes bench --sessions 40"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("docs lack %q:\n%s", s, md)
 		}
@@ -89,7 +94,7 @@ func TestBenchBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--partitions", "0"}, "--partitions 0"},
-		{[]string{"--pool", "0"}, "--pool 0"},
+		{[]string{"--pool", "-1"}, "--pool -1"},
 		{[]string{"--consumers", "lanes,kafka-streams"}, `--consumers: unknown consumer "kafka-streams"`},
 		{[]string{"--max-run", "0s"}, "--max-run 0s"},
 		{[]string{"--timeout", "-1s"}, "--timeout -1s"},
@@ -143,5 +148,15 @@ func TestBound(t *testing.T) {
 	}
 	if got, want := p.bound, 4/most.Seconds(); got != want {
 		t.Errorf("bound %v, want %v", got, want)
+	}
+}
+
+// TestPoolDefault: the key-pool baseline gets as many workers as sessions,
+// up to 1,000, unless --pool says otherwise.
+func TestPoolDefault(t *testing.T) {
+	for _, tc := range []struct{ pool, sessions, want int }{{0, 40, 40}, {0, 100_000, 1000}, {8, 100_000, 8}} {
+		if got := (benchConfig{pool: tc.pool}).poolFor(workload{Sessions: tc.sessions}); got != tc.want {
+			t.Errorf("--pool %d, %d sessions: %d workers, want %d", tc.pool, tc.sessions, got, tc.want)
+		}
 	}
 }

@@ -98,8 +98,11 @@ type Result struct {
 	Bound float64 `json:"bound_msgs_per_s,omitempty"`
 	// Ratio is Steady ÷ Bound, or ÷ raw polling's steady rate when the
 	// work is zero (RatioTo says which).
-	Ratio          float64       `json:"ratio,omitempty"`
-	RatioTo        string        `json:"ratio_to,omitempty"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	RatioTo string  `json:"ratio_to,omitempty"`
+	// OfCeiling is Steady ÷ the ceiling baseline's steady rate on the same
+	// workload (0 when the ceiling did not run).
+	OfCeiling      float64       `json:"of_ceiling,omitempty"`
 	P50            time.Duration `json:"p50_ns"`
 	P99            time.Duration `json:"p99_ns"`
 	P999           time.Duration `json:"p999_ns"`
@@ -125,7 +128,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
-	env := runEnv{brokers: b.brokers, opts: b.broker.Opts(), topic: topic, group: topic + "-" + name, pool: b.cfg.pool, t: t}
+	env := runEnv{brokers: b.brokers, opts: b.broker.Opts(), topic: topic, group: topic + "-" + name, pool: b.cfg.poolFor(w), t: t}
 	go func() { errc <- runners[name](rctx, env) }()
 	peakHeap, peakG := samples[1].Value.Uint64(), runtime.NumGoroutine()
 	sendErr := make(chan error, 1)
