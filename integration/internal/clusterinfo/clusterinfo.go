@@ -107,3 +107,15 @@ func UnderReplicated(ctx context.Context, cl *kgo.Client, topics ...string) ([]s
 }
 
 func errFor(code int16) error { return kerr.ErrorForCode(code) }
+
+// GroupCoordinator returns the node ID coordinating the consumer group.
+func GroupCoordinator(ctx context.Context, cl *kgo.Client, group string) (int32, error) {
+	r, ok := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)[group]
+	if !ok {
+		return -1, fmt.Errorf("find the coordinator of group %s: no answer", group)
+	}
+	if r.Err != nil {
+		return -1, fmt.Errorf("find the coordinator of group %s: %w (%s)", group, r.Err, r.ErrMessage)
+	}
+	return r.NodeID, nil
+}
