@@ -32,9 +32,10 @@
 #
 # Settings (environment): LANES_KAFKA_PORT (39092), LANES_KAFKA_CACHE (jar
 # cache, default ~/.cache/lanes), LANES_KAFKA_STATE (data, logs, pid; default
-# $TMPDIR/lanes-kafka-$PORT), LANES_KAFKA_READY_TIMEOUT (seconds, 120),
-# LANES_KAFKA_NODES (1, or 3 for cluster mode), LANES_KAFKA_HEAP (the JVM's
-# -Xmx: 512m for one node, 384m per node in cluster mode).
+# $TMPDIR/lanes-kafka-$PORT, in cluster mode $TMPDIR/lanes-kafka-cluster-$PORT),
+# LANES_KAFKA_READY_TIMEOUT (seconds, 120), LANES_KAFKA_NODES (1, or 3 for
+# cluster mode), LANES_KAFKA_HEAP (the JVM's -Xmx: 512m for one node, 384m
+# per node in cluster mode).
 set -euo pipefail
 
 KAFKA_VERSION=4.3.1
@@ -46,17 +47,16 @@ SASL_PORT=$((PORT + 3))
 SASL_USER=lanes
 SASL_PASSWORD=lanes-secret
 CACHE=${LANES_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lanes}/kafka-$KAFKA_VERSION
-STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT}
-CONF=$STATE/server.properties
-LOG=$STATE/kafka.log
-PIDFILE=$STATE/kafka.pid
 READY_TIMEOUT=${LANES_KAFKA_READY_TIMEOUT:-120}
 NODES=${LANES_KAFKA_NODES:-1}
 case "$NODES" in
-1) HEAP=${LANES_KAFKA_HEAP:-512m} ;;
-3) HEAP=${LANES_KAFKA_HEAP:-384m} ;;
+1) HEAP=${LANES_KAFKA_HEAP:-512m} STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT} ;;
+3) HEAP=${LANES_KAFKA_HEAP:-384m} STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-cluster-$PORT} ;;
 *) echo "kafka.sh: LANES_KAFKA_NODES=$NODES: want 1 (one node) or 3 (cluster mode)" >&2; exit 2 ;;
 esac
+CONF=$STATE/server.properties
+LOG=$STATE/kafka.log
+PIDFILE=$STATE/kafka.pid
 
 say() { echo "kafka.sh: $*" >&2; }
 
