@@ -20,6 +20,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	r.progress(t, r.total/6, 2*time.Minute, "before the fault")
 	victim := fc.leader(t, r.topic, 0)
 	led := fc.ledBy(t, r.topic, victim)
+	t.Logf("node %d leads partitions %v; node %d coordinates the group", victim, led, fc.coordinator(t, r.group))
 	fc.node(t, "kill-node", victim)
 	back := time.Now().Add(25 * time.Second)
 	r.progress(t, 1000, 2*time.Minute, fmt.Sprintf("node %d (leader of %v) killed", victim, led))
@@ -64,6 +65,7 @@ func TestClusterControllerKilled(t *testing.T) {
 		victim, err = clusterinfo.Controller(ctx, fc.admin)
 		return err == nil, err
 	})
+	t.Logf("node %d is the active controller; node %d coordinates the group", victim, fc.coordinator(t, r.group))
 	fc.node(t, "kill-node", victim)
 	back := time.Now().Add(20 * time.Second)
 	var next int32
@@ -87,12 +89,7 @@ func TestClusterCoordinatorDown(t *testing.T) {
 	fc := newFaultCluster(t)
 	r := fc.begin(t, "coorddown", runShape{per: 300, pace: 100 * time.Millisecond, members: 3})
 	r.progress(t, r.total/6, 2*time.Minute, "before the fault")
-	var victim int32
-	poll(t, "the group's coordinator", time.Minute, func(ctx context.Context) (bool, error) {
-		var err error
-		victim, err = clusterinfo.GroupCoordinator(ctx, fc.admin, r.group)
-		return err == nil, err
-	})
+	victim := fc.coordinator(t, r.group)
 	fc.node(t, "kill-node", victim)
 	back := time.Now().Add(20 * time.Second)
 	r.progress(t, 1000, 2*time.Minute, fmt.Sprintf("coordinator node %d killed", victim))

@@ -120,6 +120,18 @@ func (fc *faultCluster) leader(t *testing.T, topic string, p int32) int32 {
 	return id
 }
 
+// coordinator returns the node coordinating group, waiting for one.
+func (fc *faultCluster) coordinator(t *testing.T, group string) int32 {
+	t.Helper()
+	var id int32
+	poll(t, "the coordinator of group "+group, time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		id, err = clusterinfo.GroupCoordinator(ctx, fc.admin, group)
+		return err == nil, err
+	})
+	return id
+}
+
 // ledBy returns the partitions of topic that node leads.
 func (fc *faultCluster) ledBy(t *testing.T, topic string, node int32) []int32 {
 	t.Helper()
@@ -160,7 +172,7 @@ func (fc *faultCluster) topics(t *testing.T, partitions int32) (topic, dlq strin
 // faultConsumerOpts: members notice a dead member or a lost coordinator in
 // seconds (KIP-848 groups take the same 6 s and 500 ms from kafka.sh).
 func faultConsumerOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.RebalanceTimeout(8 * time.Second)}
+	return []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
 }
 
 // load produces per messages for each session in rounds (one message per
