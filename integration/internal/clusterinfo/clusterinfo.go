@@ -15,10 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ErrNoLeader: the partition has no leader right now (an election is under
-// way, or too few replicas are alive); ask again.
-var ErrNoLeader = errors.New("partition has no leader")
-
 // Leader returns the node ID leading topic's partition.
 func Leader(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int32, error) {
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
