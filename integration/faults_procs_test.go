@@ -46,7 +46,10 @@ func TestClusterConsumerProcesses(t *testing.T) {
 	progress(1000, fmt.Sprintf("node %d down, two consumer processes replaced", victim))
 	sleepUntil(back)
 	fc.node(t, "start-node", victim)
+	r.ld.stop()
 	r.ld.wait(t, 4*time.Minute)
+	r.per = r.ld.rounds
+	r.total = len(r.sessions) * r.per
 	deadline := time.Now().Add(4 * time.Minute)
 	for ch.calls.load(t, r.l) < r.total {
 		if time.Now().After(deadline) {

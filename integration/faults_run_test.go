@@ -18,14 +18,15 @@ type faultRun struct {
 	topic, dlq string
 	group      string
 	sessions   []string
-	per        int
+	per        int // messages per session: at most, then (finish) as sent
 	total      int
 	ld         *load
 	start      time.Time
 }
 
-// runShape: per messages per session, a round of sends every pace, and
-// the consumer members in-process (0: the scenario runs its own).
+// runShape: at most per messages per session (the scenario may stop the
+// load sooner), a round of sends every pace, and the consumer members
+// in-process (0: the scenario runs its own).
 type runShape struct {
 	per     int
 	pace    time.Duration
@@ -64,11 +65,15 @@ func (r *faultRun) progress(t *testing.T, n int, limit time.Duration, state stri
 // the scenario waits for afterwards, it polls for).
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
-// finish waits until the producer is done and every message is accounted
-// for, checks the log and the ledger, and logs the fault's figures.
+// finish stops the load, waits until the producer is done and every
+// message is accounted for, checks the log and the ledger, and logs the
+// fault's figures.
 func (r *faultRun) finish(t *testing.T, fault string) {
 	t.Helper()
+	r.ld.stop()
 	r.ld.wait(t, 4*time.Minute)
+	r.per = r.ld.rounds
+	r.total = len(r.sessions) * r.per
 	waitAccounted(t, r.l, r.total, 4*time.Minute, "after "+fault)
 	r.fc.readDLQ(t, r.dlq, r.l)
 	r.fc.checkLog(t, r.topic, r.sessions, r.per)

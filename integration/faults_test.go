@@ -175,15 +175,17 @@ func faultConsumerOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
 }
 
-// load produces per messages for each session in rounds (one message per
-// session a round), a round every pace, through one lanes producer with
-// acks=all and idempotence, so that sends go on while the scenario's
-// faults happen. Bounded: per rounds, and each send by the producer's
-// delivery timeout.
+// load produces up to per messages for each session in rounds (one
+// message per session a round), a round every pace, through one lanes
+// producer with acks=all and idempotence, so that sends go on while the
+// scenario's faults happen, until per rounds are sent or stop is called.
+// Bounded: per rounds, and each send by the producer's delivery timeout.
 type load struct {
-	total   int
 	cancel  context.CancelFunc
+	quit    chan struct{}
+	stopped sync.Once
 	done    chan struct{}
+	rounds  int // rounds sent, once done is closed
 	failed  atomic.Int64
 	mu      sync.Mutex
 	firstEr error
@@ -197,18 +199,22 @@ func (fc *faultCluster) startLoad(t *testing.T, topic string, sessions []string,
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ld := &load{total: len(sessions) * per, cancel: cancel, done: make(chan struct{})}
+	ld := &load{cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(ld.done)
 		defer p.Close()
 		tick := time.NewTicker(pace)
 		defer tick.Stop()
-		for seq := 0; seq < per && ctx.Err() == nil; seq++ {
+	rounds:
+		for ld.rounds < per && ctx.Err() == nil {
 			for _, s := range sessions {
-				l.SendAsync(ctx, p, s, seq, []byte(s+"|"+strconv.Itoa(seq)), ld.note)
+				l.SendAsync(ctx, p, s, ld.rounds, []byte(s+"|"+strconv.Itoa(ld.rounds)), ld.note)
 			}
+			ld.rounds++
 			select {
 			case <-tick.C:
+			case <-ld.quit:
+				break rounds
 			case <-ctx.Done():
 			}
 		}
@@ -220,6 +226,19 @@ func (fc *faultCluster) startLoad(t *testing.T, topic string, sessions []string,
 	}()
 	t.Cleanup(func() { cancel(); <-ld.done })
 	return ld
+}
+
+// stop ends the load after the round under way.
+func (ld *load) stop() { ld.stopped.Do(func() { close(ld.quit) }) }
+
+// running reports whether the load still sends.
+func (ld *load) running() bool {
+	select {
+	case <-ld.done:
+		return false
+	default:
+		return true
+	}
 }
 
 func (ld *load) note(err error) {
