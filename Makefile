@@ -11,11 +11,13 @@ APPLY   ?=
 TESTFLAGS ?= -race -count=1 -timeout 20m
 # test-kafka: the consumer group protocols the integration suite runs under
 GROUP_PROTOCOLS ?= classic consumer
+# test-cluster: the broker-fault scenarios (go test -run)
+CLUSTER_TESTS ?= ^TestCluster
 BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
 KAFKA_SH := integration/kafka/kafka.sh
 
-.PHONY: test test-kafka test-dedup bench lint demo fmt tidy release release-check
+.PHONY: test test-kafka test-cluster test-dedup bench lint demo fmt tidy release release-check
 
 ## test: every module, -race, on the embedded broker (kfake)
 test:
@@ -29,6 +31,18 @@ test-kafka:
 	@rc=0; eval "$$($(KAFKA_SH) env | sed 's/^/export /')"; \
 	  for p in $(GROUP_PROTOCOLS); do echo "== integration, group protocol $$p"; \
 	    (cd integration && LANES_GROUP_PROTOCOL=$$p $(GO) test $(TESTFLAGS) ./...) || rc=$$?; done; \
+	  $(KAFKA_SH) stop; exit $$rc
+
+## test-cluster: the broker-fault scenarios (a partition leader, the
+## active controller, the group coordinator killed; a rolling restart)
+## against a three-node Kafka cluster (kafka.sh with LANES_KAFKA_NODES=3,
+## always stopped), once per consumer group protocol
+test-cluster: export LANES_KAFKA_NODES = 3
+test-cluster:
+	@$(KAFKA_SH) start
+	@rc=0; eval "$$($(KAFKA_SH) env | sed 's/^/export /')"; \
+	  for p in $(GROUP_PROTOCOLS); do echo "== broker faults on three nodes, group protocol $$p"; \
+	    (cd integration && LANES_GROUP_PROTOCOL=$$p $(GO) test $(TESTFLAGS) -v -run '$(CLUSTER_TESTS)' .) || rc=$$?; done; \
 	  $(KAFKA_SH) stop; exit $$rc
 
 ## test-dedup: the dedup stores' suite against a real PostgreSQL and Redis

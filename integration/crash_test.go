@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -108,46 +107,9 @@ func TestCrashScenario(t *testing.T) {
 	const per = 400
 	start := time.Now()
 	c.produce(t, topic, sessions, per, l)
-	dir := t.TempDir()
-	calls := &callFiles{dir: dir, read: map[string]int64{}}
-	n := 0
-	spawn := func() *exec.Cmd {
-		n++
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "LANES_HELPER=consumer", "LANES_MEMBER="+fmt.Sprintf("p%d", n),
-			"LANES_CALLS_FILE="+filepath.Join(dir, fmt.Sprintf("calls-%d.jsonl", n)),
-			"LANES_CHILD_BROKERS="+strings.Join(c.brokers, ","), "LANES_GROUP="+groupName("crash"),
-			"LANES_TOPIC="+topic, "LANES_DLQ="+dlq)
-		// A file, not the test's stderr: a child must never hold go test's
-		// output pipe open.
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("child-%d.log", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer logf.Close()
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	procs := []*exec.Cmd{spawn(), spawn()}
-	t.Cleanup(func() { // a failed test must not leave consumers running
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(dir, "child-*.log"))
-			for _, name := range logs {
-				b, _ := os.ReadFile(name)
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
-				}
-				t.Logf("%s (tail):\n%s", filepath.Base(name), b)
-			}
-		}
-	})
+	ch := newChildren(t, c.brokers, groupName("crash"), topic, dlq)
+	calls := ch.calls
+	procs := []string{ch.spawn(), ch.spawn()}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	kills := 0
 	total := len(sessions) * per
@@ -158,10 +120,9 @@ func TestCrashScenario(t *testing.T) {
 		waitProgress(t, calls, l, 200, total)
 		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 		k := rng.IntN(len(procs))
-		_ = procs[k].Process.Kill() // SIGKILL: no drain, no commit, no leave
-		_ = procs[k].Wait()
+		ch.kill(procs[k]) // SIGKILL: no drain, no commit, no leave
 		kills++
-		procs[k] = spawn()
+		procs[k] = ch.spawn()
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for calls.load(t, l) < len(sessions)*per {
@@ -171,15 +132,14 @@ func TestCrashScenario(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
 	}
 	for _, p := range procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
-		if err := p.Wait(); err != nil {
+		if err := ch.term(p); err != nil {
 			t.Errorf("child exit: %v", err)
 		}
 	}
 	calls.load(t, l)
 	c.readDLQ(t, dlq, l)
 	r := l.Report()
-	t.Logf("%d SIGKILLs, %d consumer processes", kills, n)
+	t.Logf("%d SIGKILLs, %d consumer processes", kills, ch.n)
 	assertClean(t, c, r, time.Since(start), true)
 }
 

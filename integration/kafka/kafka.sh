@@ -10,6 +10,19 @@
 #                      secured listeners' addresses and credentials (below)
 #   kafka.sh logs      print the broker log
 #
+# Cluster mode (LANES_KAFKA_NODES=3): three KRaft nodes, each broker and
+# controller (a three-voter quorum), PLAINTEXT and CONTROLLER listeners only.
+# Node N (1..3) has node.id N, its plaintext listener on $PORT+100*(N-1) and
+# its controller on the next port, its data and log in $STATE/node-N. Created
+# topics default to replication factor 3 and min.insync.replicas=2 (the
+# internal topics too). The commands above act on every node; and:
+#
+#   kafka.sh stop-node N    stop node N gracefully (SIGTERM, controlled shutdown), keeping its data
+#   kafka.sh kill-node N    kill node N with SIGKILL, keeping its data
+#   kafka.sh start-node N   start node N again and wait until the cluster lists it
+#   kafka.sh leader TOPIC PART   print the node.id of the partition's leader
+#   kafka.sh controller     print the node.id of the active controller
+#
 # Listeners: PLAINTEXT on $PORT; the controller on $PORT+1; TLS on $PORT+2
 # (mutual: the client presents a certificate); SASL_PLAINTEXT on $PORT+3
 # with SCRAM-SHA-512 and PLAIN. The certificates (a throwaway CA, the
@@ -21,7 +34,10 @@
 # port range, 32768-60999, so that no client's outgoing connection can take
 # one of the four ports while the broker restarts), LANES_KAFKA_CACHE (jar
 # cache, default ~/.cache/lanes), LANES_KAFKA_STATE (data, logs, pid; default
-# $TMPDIR/lanes-kafka-$PORT), LANES_KAFKA_READY_TIMEOUT (seconds, 120).
+# $TMPDIR/lanes-kafka-$PORT, in cluster mode $TMPDIR/lanes-kafka-cluster-$PORT),
+# LANES_KAFKA_READY_TIMEOUT (seconds, 120), LANES_KAFKA_NODES (1, or 3 for
+# cluster mode), LANES_KAFKA_HEAP (the JVM's -Xmx: 512m for one node, 384m
+# per node in cluster mode).
 set -euo pipefail
 
 KAFKA_VERSION=4.3.1
@@ -33,11 +49,16 @@ SASL_PORT=$((PORT + 3))
 SASL_USER=lanes
 SASL_PASSWORD=lanes-secret
 CACHE=${LANES_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lanes}/kafka-$KAFKA_VERSION
-STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT}
+READY_TIMEOUT=${LANES_KAFKA_READY_TIMEOUT:-120}
+NODES=${LANES_KAFKA_NODES:-1}
+case "$NODES" in
+1) HEAP=${LANES_KAFKA_HEAP:-512m} STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-$PORT} ;;
+3) HEAP=${LANES_KAFKA_HEAP:-384m} STATE=${LANES_KAFKA_STATE:-${TMPDIR:-/tmp}/lanes-kafka-cluster-$PORT} ;;
+*) echo "kafka.sh: LANES_KAFKA_NODES=$NODES: want 1 (one node) or 3 (cluster mode)" >&2; exit 2 ;;
+esac
 CONF=$STATE/server.properties
 LOG=$STATE/kafka.log
 PIDFILE=$STATE/kafka.pid
-READY_TIMEOUT=${LANES_KAFKA_READY_TIMEOUT:-120}
 
 say() { echo "kafka.sh: $*" >&2; }
 
@@ -171,7 +192,7 @@ start() {
 	fetch
 	configure
 	say "starting Apache Kafka $KAFKA_VERSION on 127.0.0.1:$PORT (log: $LOG)"
-	nohup java -Xms256m -Xmx512m -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+	nohup java -Xms256m -Xmx$HEAP -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
 		-cp "$CACHE/*" kafka.Kafka "$CONF" >>"$LOG" 2>&1 &
 	echo $! >"$PIDFILE"
 	if ! wait_ready "$(cat "$PIDFILE")"; then
@@ -202,6 +223,12 @@ stop() {
 		rm -rf "$STATE"
 	fi
 }
+
+if [ "$NODES" != 1 ]; then
+	. "$HERE/cluster.sh"
+	cluster_main "$@"
+	exit
+fi
 
 case "${1:-}" in
 start) start ;;

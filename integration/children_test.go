@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// children are consumer processes of one group: the test binary run again
+// as helperConsumer, each writing its handler calls to its own file in
+// dir, read into a Ledger by calls.
+type children struct {
+	t     *testing.T
+	dir   string
+	env   []string
+	n     int
+	calls *callFiles
+
+	mu    sync.Mutex           // a graceful stop may run beside a spawn
+	procs map[string]*exec.Cmd // running, by member name
+}
+
+func newChildren(t *testing.T, brokers []string, group, topic, dlq string) *children {
+	t.Helper()
+	dir := t.TempDir()
+	ch := &children{t: t, dir: dir, procs: map[string]*exec.Cmd{}, calls: &callFiles{dir: dir, read: map[string]int64{}},
+		env: append(os.Environ(), "LANES_HELPER=consumer", "LANES_CHILD_BROKERS="+strings.Join(brokers, ","),
+			"LANES_GROUP="+group, "LANES_TOPIC="+topic, "LANES_DLQ="+dlq)}
+	t.Cleanup(func() { // a failed test must not leave consumers running
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		for _, p := range ch.procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+		if t.Failed() {
+			ch.logTails()
+		}
+	})
+	return ch
+}
+
+// spawn starts one more consumer process and returns its member name
+// (from the test's goroutine only).
+func (ch *children) spawn() string {
+	ch.t.Helper()
+	ch.n++
+	name := fmt.Sprintf("p%d", ch.n)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(ch.env, "LANES_MEMBER="+name,
+		"LANES_CALLS_FILE="+filepath.Join(ch.dir, fmt.Sprintf("calls-%d.jsonl", ch.n)))
+	// A file, not the test's stderr: a child must never hold go test's
+	// output pipe open.
+	logf, err := os.Create(filepath.Join(ch.dir, fmt.Sprintf("child-%d.log", ch.n)))
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		ch.t.Fatal(err)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.procs[name] = cmd
+	return name
+}
+
+// names returns the running members' names.
+func (ch *children) names() []string {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	var out []string
+	for n := range ch.procs {
+		out = append(out, n)
+	}
+	return out
+}
+
+// kill ends member name with SIGKILL: no drain, no commit, no leave.
+func (ch *children) kill(name string) {
+	p := ch.take(name)
+	_ = p.Process.Kill()
+	_ = p.Wait()
+}
+
+// term ends member name with SIGTERM (a graceful shutdown: drain, commit,
+// leave) and returns its exit error.
+func (ch *children) term(name string) error {
+	p := ch.take(name)
+	_ = p.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(); err != nil {
+		return fmt.Errorf("consumer process %s: %w", name, err)
+	}
+	return nil
+}
+
+// take removes member name from the running ones and returns its process.
+func (ch *children) take(name string) *exec.Cmd {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	p := ch.procs[name]
+	delete(ch.procs, name)
+	return p
+}
+
+// logTails logs the end of every child's log (on failure).
+func (ch *children) logTails() {
+	logs, _ := filepath.Glob(filepath.Join(ch.dir, "child-*.log"))
+	for _, name := range logs {
+		b, _ := os.ReadFile(name)
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		ch.t.Logf("%s (tail):\n%s", filepath.Base(name), b)
+	}
+}
