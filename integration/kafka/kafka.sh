@@ -162,16 +162,18 @@ wait_ready() {
 	fi
 }
 
-# ports_free waits (up to 30 s) until no socket uses one of the broker's
-# ports on this machine: after a stop, connections to the old broker linger
-# a moment; anything else holding a port is named, and start fails.
+# ports_free waits (up to 30 s) until nothing listens on the broker's
+# ports; what still listens then is named, and start fails. (Connections
+# of the previous broker winding down on these ports do not block a
+# restart; outgoing connections cannot take them: they lie below the
+# ephemeral port range.)
 ports_free() {
 	local p i busy
 	command -v ss >/dev/null || return 0
 	for i in $(seq 1 150); do
 		busy=""
 		for p in "$PORT" "$CTRL_PORT" "$TLS_PORT" "$SASL_PORT"; do
-			if [ -n "$(ss -Htan "( sport = :$p )" 2>/dev/null | grep -v TIME-WAIT)" ]; then
+			if [ -n "$(ss -Hltn "( sport = :$p )" 2>/dev/null)" ]; then
 				busy="$busy $p"
 			fi
 		done
@@ -179,7 +181,7 @@ ports_free() {
 		sleep 0.2
 	done
 	say "port(s)$busy on 127.0.0.1 are in use by another process: stop it, or set LANES_KAFKA_PORT to a free base port"
-	ss -Htanp "( sport = :$PORT or sport = :$CTRL_PORT or sport = :$TLS_PORT or sport = :$SASL_PORT )" >&2 || true
+	ss -Hltnp "( sport = :$PORT or sport = :$CTRL_PORT or sport = :$TLS_PORT or sport = :$SASL_PORT )" >&2 || true
 	return 1
 }
 
