@@ -34,7 +34,7 @@ type laneModel struct {
 	sent     map[string]int
 	handled  map[string]int
 	inside   map[string]bool
-	gate     map[*work]chan struct{} // records that block until released
+	gate     map[*work]chan struct{}  // records that block until released
 	blocked  map[string]chan struct{} // sessions blocked inside the handler, not released
 	bad      []string
 	timedOut bool
