@@ -1,0 +1,82 @@
+package consumer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestStashMemoryBound: one session blocked on a one-partition topic with a
+// backlog. What the partition holds (Pending: in lanes, or done above the
+// blocked record) plus what it stashed stays within the bound the docs
+// give: 1.5 × MaxBufferedRecords + MaxPollRecords (config.go,
+// docs/consumer.md, docs/guarantees.md §5).
+func TestStashMemoryBound(t *testing.T) {
+	const bound, poll = 21, 20
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produce("chats", []string{"slow"}, 300)
+	gate := make(chan struct{})
+	rec := newRecorder(300, func(ctx context.Context, m *Message) error {
+		<-gate
+		return nil
+	})
+	cfg := e.config("g-stash-bound", "chats")
+	cfg.MaxBufferedRecords, cfg.MaxPollRecords = bound, poll
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	var ps PartitionStats
+	eventually(t, "fetching paused with half the bound stashed", func() bool {
+		for _, p := range c.Stats().Partitions {
+			ps = p
+		}
+		return ps.Stashed >= bound/2
+	})
+	held := ps.Pending + ps.Stashed
+	t.Logf("pending %d + stashed %d = %d in memory; documented bound %d", ps.Pending, ps.Stashed, held, bound*3/2+poll)
+	if held > bound*3/2+poll {
+		t.Errorf("partition holds %d records (pending %d, stashed %d): over the documented 1.5 × %d + %d",
+			held, ps.Pending, ps.Stashed, bound, poll)
+	}
+	close(gate)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, []string{"slow"}, 300)
+}
+
+// TestFilterNotConcurrent: Filter and SessionKey were called on the poll
+// loop only, one record at a time; a user's Filter keeping plain state
+// (a sampling counter, a map) was safe. With the stash drained on the flow
+// controller's goroutine, they run there too, concurrently with the poll
+// loop's calls for other partitions: -race reports the user's state.
+func TestFilterNotConcurrent(t *testing.T) {
+	const parts, per = 4, 40
+	e := newEnv(t, parts, "chats", "dlq")
+	sessions := sessionNames(40)
+	e.produce("chats", sessions, per)
+	rec := newRecorder(len(sessions)*per, nil)
+	seen := map[string]int{} // plain state, as a user's Filter may keep
+	cfg := e.config("g-filter-conc", "chats")
+	cfg.MaxBufferedRecords, cfg.MaxPollRecords = 4, 8
+	cfg.Filter = func(r *kgo.Record) bool {
+		seen[string(r.Key)]++
+		return true
+	}
+	runAll(t, cfg, rec, 0)
+	checkOrder(t, rec, []string{"chats"}, sessions, per)
+	if c := c0(seen); c < len(sessions)*per {
+		t.Fatalf("Filter saw %d records, want at least %d", c, len(sessions)*per)
+	}
+}
+
+func c0(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
