@@ -67,6 +67,11 @@ func TestFilterNotConcurrent(t *testing.T) {
 		seen[string(r.Key)]++
 		return true
 	}
+	keyed := map[string]int{}
+	cfg.SessionKey = func(r *kgo.Record) string {
+		keyed[string(r.Key)]++
+		return string(r.Key)
+	}
 	runAll(t, cfg, rec, 0)
 	checkOrder(t, rec, []string{"chats"}, sessions, per)
 	if c := c0(seen); c < len(sessions)*per {
