@@ -10,8 +10,10 @@ import (
 // TestStashMemoryBound: one session blocked on a one-partition topic with a
 // backlog. What the partition holds (Pending: in lanes, or done above the
 // blocked record) plus what it stashed stays within the bound the docs
-// give: 1.5 × MaxBufferedRecords + MaxPollRecords (config.go,
-// docs/consumer.md, docs/guarantees.md §5).
+// give: 1.5 × MaxBufferedRecords + 2 × MaxPollRecords (config.go,
+// docs/consumer.md, docs/guarantees.md §5): a poll admitted just below
+// the bound, another stashed just below half of it. The shapes here (polls
+// of 20 against a bound of 21) reach 40 held + 20 stashed.
 func TestStashMemoryBound(t *testing.T) {
 	const bound, poll = 21, 20
 	e := newEnv(t, 1, "chats", "dlq")
@@ -36,9 +38,9 @@ func TestStashMemoryBound(t *testing.T) {
 		return ps.Stashed >= bound/2
 	})
 	held := ps.Pending + ps.Stashed
-	t.Logf("pending %d + stashed %d = %d in memory; documented bound %d", ps.Pending, ps.Stashed, held, bound*3/2+poll)
-	if held > bound*3/2+poll {
-		t.Errorf("partition holds %d records (pending %d, stashed %d): over the documented 1.5 × %d + %d",
+	t.Logf("pending %d + stashed %d = %d in memory; documented bound %d", ps.Pending, ps.Stashed, held, bound*3/2+2*poll)
+	if held > bound*3/2+2*poll {
+		t.Errorf("partition holds %d records (pending %d, stashed %d): over the documented 1.5 × %d + 2 × %d",
 			held, ps.Pending, ps.Stashed, bound, poll)
 	}
 	close(gate)
