@@ -47,11 +47,11 @@ type Consumer struct {
 	// are admitted on the poll loop and, from a stash, on the flow
 	// controller's goroutine, and neither callback is documented as safe
 	// for concurrent use. Taken after partition.admitMu.
-	userMu sync.Mutex
-	stop       stopper // when the shutdown began, and what its drain left
-	ran        atomic.Bool
-	returned   atomic.Bool // Run returned
-	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
+	userMu   sync.Mutex
+	stop     stopper // when the shutdown began, and what its drain left
+	ran      atomic.Bool
+	returned atomic.Bool // Run returned
+	crashed  atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
 // New validates cfg, fills in its defaults and returns a consumer that
