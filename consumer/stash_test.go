@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -86,4 +87,64 @@ func c0(m map[string]int) (n int) {
 		n += v
 	}
 	return n
+}
+
+// TestPauseAppliedBeforeNextPoll: a dispatch that stashes half the bound
+// flips the partition's fetch to paused; the pause must reach the client
+// before the poll loop polls again, or every further poll is stashed too
+// (the stash's bound assumes it; on main, apply held applyMu from taking the
+// dirty set to applying it, so the poll loop's apply waited for it). Here
+// the flow goroutine, poked by the flip, takes the dirty set while the
+// dispatch goes on (Filter of the next partition is where it happens) and
+// drains another freed partition's stash first: the poll loop's apply then
+// finds nothing dirty and returns with the pause not applied.
+func TestPauseAppliedBeforeNextPoll(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.ConsumeTopics("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f := newFlow()
+	f.client, f.topics = cl, []string{"t"}
+	q := newPartition(context.Background(), partKey{"t", 1}, 1, 4, f.mark) // a freed partition with a stash
+	entered, release, flowDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	f.drain = func(x *partition) {
+		if x == q { // its stash being handed to lanes
+			close(entered)
+			<-release
+		}
+	}
+	c := &Consumer{flow: f, own: newOwners()}
+	c.cfg.MaxPollRecords = 8
+	c.cfg.Filter = func(r *kgo.Record) bool {
+		if r.Partition == 2 { // after t/0 was stashed: the flow goroutine wakes
+			go func() { defer close(flowDone); f.apply() }()
+			<-entered
+		}
+		return false // filtered: done at once, no lane needed
+	}
+	c.own.assign(map[string][]int32{"t": {0, 2}}, 4, f.mark)
+	p := c.own.get(partKey{"t", 0})
+	p.admit(recsAt(1, 2, 3, 4), 9, nil, func(int, uint64) {}) // full
+	f.mark(q)
+	rec := func(part int32, offs ...int64) []*kgo.Record {
+		out := recsAt(offs...)
+		for _, r := range out {
+			r.Partition = part
+		}
+		return out
+	}
+	c.dispatch(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{
+		{Partition: 0, HighWatermark: 9, Records: rec(0, 5, 6)},
+		{Partition: 2, HighWatermark: 9, Records: rec(2, 1)},
+	}}}}})
+	paused := cl.PauseFetchPartitions(nil)["t"] // the poll loop would poll again now
+	close(release)
+	<-flowDone
+	if !p.paused || len(p.stash) != 2 {
+		t.Fatalf("setup: t/0 stashed %d, wants its fetch paused %v", len(p.stash), p.paused)
+	}
+	if !slices.Contains(paused, 0) {
+		t.Fatalf("dispatch returned with t/0's pause not applied (paused: %v): the next poll is stashed too, past half the bound", paused)
+	}
 }
