@@ -53,7 +53,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	committed := g("lanes.consumer.committed_offset", "{offset}", "Last offset committed, per partition.")
 	buffered := g("lanes.consumer.buffered", "{record}", "Records queued in lanes, not started, per partition.")
 	inflight := g("lanes.consumer.in_flight", "{record}", "Records whose handler is running, per partition.")
-	paused := g("lanes.consumer.paused", "", "1 while the partition's fetch is paused by backpressure.")
+	paused := g("lanes.consumer.paused", "", "1 while backpressure holds the partition: full (no record reaches a lane), or its fetch paused.")
 	stalled := g("lanes.consumer.stalled", "", "1 while the partition is stalled (StallTimeout).")
 	blocked := g("lanes.consumer.dead_letter.blocked", "", "1 while the partition is held by a record whose dead-letter copy cannot be written (not retriable).")
 	sessions := g("lanes.consumer.sessions.active", "{session}", "Sessions with work (lanes: records queued or running).")
