@@ -20,8 +20,9 @@ import "github.com/twmb/franz-go/pkg/kgo"
 // when a full partition frees up). A fenced partition drops its stash: those
 // offsets were never tracked or committed, and the next owner reads them.
 //
-// At most max (tracked) + max/2 + one poll (stashed) records of a partition
-// are in memory, plus franz-go's own fetch buffer.
+// At most max + one poll (tracked: a poll admitted just below max) and
+// max/2 + one poll (stashed: a poll stashed just below max/2) records of a
+// partition are in memory, plus franz-go's own fetch buffer.
 
 // settleLocked applies the rules after any change of what p holds. It
 // reports whether the flow controller must be told: the wanted fetch state

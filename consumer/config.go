@@ -102,8 +102,9 @@ type Config struct {
 	// it). When a partition reaches it, it hands no more records to lanes
 	// until the count falls to half; records fetched meanwhile wait in the
 	// partition (Stats' Stashed), and fetching pauses once half the bound
-	// waits. At most 1.5 × MaxBufferedRecords + MaxPollRecords records of
-	// a partition are in memory, plus franz-go's fetch buffer.
+	// waits. At most 1.5 × MaxBufferedRecords + 2 × MaxPollRecords records
+	// of a partition are in memory (a poll admitted just below the bound,
+	// another stashed just below half of it), plus franz-go's fetch buffer.
 	// Default: [DefaultMaxBufferedRecords].
 	MaxBufferedRecords int
 	// MaxPollRecords is the most records taken from the client per poll.

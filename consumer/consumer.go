@@ -43,10 +43,15 @@ type Consumer struct {
 	workCtx    context.Context // parent of every handler context
 	cancelWork context.CancelFunc
 	lanes      *laneSet
-	stop       stopper // when the shutdown began, and what its drain left
-	ran        atomic.Bool
-	returned   atomic.Bool // Run returned
-	crashed    atomic.Bool // set by tests to stop committing, as a killed process would
+	// userMu makes Filter and SessionKey run one call at a time: records
+	// are admitted on the poll loop and, from a stash, on the flow
+	// controller's goroutine, and neither callback is documented as safe
+	// for concurrent use. Taken after partition.admitMu.
+	userMu   sync.Mutex
+	stop     stopper // when the shutdown began, and what its drain left
+	ran      atomic.Bool
+	returned atomic.Bool // Run returned
+	crashed  atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
 // New validates cfg, fills in its defaults and returns a consumer that

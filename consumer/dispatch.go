@@ -12,6 +12,7 @@ import (
 // It runs on the poll loop, between PollRecords and AllowRebalance, so no
 // rebalance can interleave with it.
 func (c *Consumer) dispatch(fs kgo.Fetches) {
+	var stashed []*partition // their fetch state is applied before the next poll
 	fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
 		p := c.own.get(partKey{ftp.Topic, ftp.Partition})
 		if p == nil {
@@ -21,9 +22,12 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		defer p.admitMu.Unlock()
 		if !p.hold(ftp.Records, ftp.HighWatermark) {
 			c.handOut(p, ftp.Records, ftp.HighWatermark)
+		} else {
+			stashed = append(stashed, p)
 		}
 	})
 	c.flow.apply()
+	c.flow.applyFetch(stashed)
 }
 
 // drainStash hands a partition's stashed records to lanes, in chunks of
@@ -61,9 +65,11 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 	var drop []bool // Filter's verdicts, computed outside the lock; nil: keep all
 	if c.cfg.Filter != nil {
 		drop = make([]bool, len(recs))
+		c.userMu.Lock()
 		for i, r := range recs {
 			drop[i] = !c.cfg.Filter(r)
 		}
+		c.userMu.Unlock()
 	}
 	// One allocation for the fetch's work items, made before the
 	// partition's lock. An item keeps its slab alive while it is queued or
@@ -85,6 +91,10 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 		c.stats.truncations.Add(1)
 		c.log().Error().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", recs[0].Offset).
 			Msg("log truncated: offsets were reused (unclean leader election); the reused offsets are handled as new records")
+	}
+	if c.cfg.SessionKey != nil {
+		c.userMu.Lock()
+		defer c.userMu.Unlock()
 	}
 	for _, w := range out {
 		w.session = c.sessionOf(w.rec)

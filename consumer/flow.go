@@ -95,16 +95,38 @@ func (f *flow) apply() {
 		}
 	}
 	for p := range dirty {
-		paused, active := p.fetchState()
-		if !active {
-			continue
-		}
-		tp := map[string][]int32{p.key.topic: {p.key.partition}}
-		if paused {
-			f.client.PauseFetchPartitions(tp)
-		} else {
-			f.client.ResumeFetchPartitions(tp)
-		}
+		f.applyFetchLocked(p)
+	}
+}
+
+// applyFetch sends the wanted fetch state of ps to the client. The poll
+// loop calls it for the partitions its dispatch stashed into, after apply:
+// a pause decided there reaches the client before the next poll even when
+// the flow goroutine took them from the dirty set and is still draining
+// other stashes (else each further poll would be stashed too).
+func (f *flow) applyFetch(ps []*partition) {
+	if len(ps) == 0 {
+		return
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	for _, p := range ps {
+		f.applyFetchLocked(p)
+	}
+}
+
+// applyFetchLocked sends p's wanted fetch state; nothing once p is fenced
+// (rebalances reset its fetch state). f.applyMu held.
+func (f *flow) applyFetchLocked(p *partition) {
+	paused, active := p.fetchState()
+	if !active {
+		return
+	}
+	tp := map[string][]int32{p.key.topic: {p.key.partition}}
+	if paused {
+		f.client.PauseFetchPartitions(tp)
+	} else {
+		f.client.ResumeFetchPartitions(tp)
 	}
 }
 
