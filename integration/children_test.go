@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // children are consumer processes of one group: the test binary run again
@@ -23,12 +24,18 @@ type children struct {
 
 	mu    sync.Mutex           // a graceful stop may run beside a spawn
 	procs map[string]*exec.Cmd // running, by member name
+	ready map[string]chan struct{}
 }
+
+// childReadyFD is the descriptor on which a child says it is ready: its
+// SIGTERM handler is installed (a SIGTERM before that kills it outright).
+const childReadyFD = 3
 
 func newChildren(t *testing.T, brokers []string, group, topic, dlq string) *children {
 	t.Helper()
 	dir := t.TempDir()
-	ch := &children{t: t, dir: dir, procs: map[string]*exec.Cmd{}, calls: &callFiles{dir: dir, read: map[string]int64{}},
+	ch := &children{t: t, dir: dir, procs: map[string]*exec.Cmd{}, ready: map[string]chan struct{}{},
+		calls: &callFiles{dir: dir, read: map[string]int64{}},
 		env: append(os.Environ(), "LANES_HELPER=consumer", "LANES_CHILD_BROKERS="+strings.Join(brokers, ","),
 			"LANES_GROUP="+group, "LANES_TOPIC="+topic, "LANES_DLQ="+dlq)}
 	t.Cleanup(func() { // a failed test must not leave consumers running
@@ -62,12 +69,25 @@ func (ch *children) spawn() string {
 	}
 	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
+	r, w, err := os.Pipe()
+	if err != nil {
+		ch.t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{w} // the child's childReadyFD
 	if err := cmd.Start(); err != nil {
 		ch.t.Fatal(err)
 	}
+	w.Close()
+	ready := make(chan struct{})
+	go func() { // ends with the child's byte, or its exit (EOF)
+		defer close(ready)
+		defer r.Close()
+		_, _ = r.Read(make([]byte, 1))
+	}()
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.procs[name] = cmd
+	ch.ready[name] = ready
 	return name
 }
 
@@ -90,8 +110,16 @@ func (ch *children) kill(name string) {
 }
 
 // term ends member name with SIGTERM (a graceful shutdown: drain, commit,
-// leave) and returns its exit error.
+// leave) once it is ready to take it, and returns its exit error.
 func (ch *children) term(name string) error {
+	ch.mu.Lock()
+	ready := ch.ready[name]
+	ch.mu.Unlock()
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		return fmt.Errorf("consumer process %s: not ready after a minute", name)
+	}
 	p := ch.take(name)
 	_ = p.Process.Signal(syscall.SIGTERM)
 	if err := p.Wait(); err != nil {
@@ -106,6 +134,7 @@ func (ch *children) take(name string) *exec.Cmd {
 	defer ch.mu.Unlock()
 	p := ch.procs[name]
 	delete(ch.procs, name)
+	delete(ch.ready, name)
 	return p
 }
 
@@ -118,5 +147,19 @@ func (ch *children) logTails() {
 			b = b[len(b)-4000:]
 		}
 		ch.t.Logf("%s (tail):\n%s", filepath.Base(name), b)
+	}
+}
+
+// TestChildTermRightAfterSpawn: a consumer process stopped the moment it
+// was started shuts down cleanly (exit 0): term waits until the child
+// handles SIGTERM, which would otherwise kill it outright.
+func TestChildTermRightAfterSpawn(t *testing.T) {
+	c := newCluster(t)
+	topic, dlq := c.topics(t, 1)
+	ch := newChildren(t, c.brokers, groupName("term-at-once"), topic, dlq)
+	for range 3 {
+		if err := ch.term(ch.spawn()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -37,6 +37,12 @@ func TestMain(m *testing.M) {
 // and appends every handler call, as a JSON line, to LANES_CALLS_FILE
 // before returning, so a SIGKILL loses nothing that was reported done.
 func helperConsumer() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if ready := os.NewFile(childReadyFD, "ready"); ready != nil { // SIGTERM is handled from here on
+		_, _ = ready.Write([]byte{1})
+		ready.Close()
+	}
 	f, err := os.OpenFile(os.Getenv("LANES_CALLS_FILE"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -66,8 +72,6 @@ func helperConsumer() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
 	err = c.Run(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
