@@ -218,8 +218,9 @@ func (c benchConfig) poolFor(w workload) int {
 func (c benchConfig) consumersFor(w workload) []string {
 	var out []string
 	for _, name := range c.consumers {
-		if name == consRaw && (w.Work > 0 || w.Transient > 0) || name == consCeil && w.Mode != "closed" {
-			continue
+		zeroWork := w.Work == 0 && w.Transient == 0
+		if (name == consRaw || name == consMin) && !zeroWork || name == consCeil && w.Mode != "closed" {
+			continue // raw polling and minimal are the limits at zero work only
 		}
 		out = append(out, name)
 	}
