@@ -31,6 +31,7 @@ type Consumer struct {
 	tracer  *tracing.Tracer
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
+	park    *parkIO  // nil unless Config.Park.Enabled
 
 	reach   *brokerWatch // whether any broker answers (connectivity.go)
 	member  *membership  // whether the member is in its group (membership.go)
@@ -176,6 +177,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}
 
+	if c.cfg.Park.Enabled {
+		if c.park, err = openPark(&c.cfg); err != nil {
+			c.dlq.client.Close()
+			cl.Close()
+			return err
+		}
+	}
+
 	// The background loops, and every request they make, end when bgCtx
 	// is cancelled at the start of the shutdown.
 	var bg sync.WaitGroup
@@ -193,6 +202,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
+	if c.park != nil {
+		bg.Add(1)
+		go func() { defer bg.Done(); c.parkLoop(bgCtx) }()
+	}
 
 	c.poll(pollCtx)
 	endPoll()

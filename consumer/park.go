@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // parkSet is the parked set of one source partition: the sessions whose
@@ -56,6 +58,7 @@ type parkEntry struct {
 	session string
 	src     int64
 	epoch   int64
+	rec     *kgo.Record // a copy's source record, as the handler sees it
 }
 
 // floorMark is a session's floor and the park offset of the entry (copy
@@ -87,6 +90,7 @@ type parkedRecord struct {
 	srcOffset  int64
 	retries    int
 	parkedAt   time.Time
+	rec        *kgo.Record // what the handler is given; nil in tests of the rules
 }
 
 func newParkSet(r parkRules) *parkSet {
@@ -109,7 +113,7 @@ func (ps *parkSet) seen(s string, off int64) bool {
 // park partition at parkOff (acknowledged). The session is parked if it
 // was not; its head is due delay after now. It reports false for a copy
 // already known (a duplicate write): nothing changes.
-func (ps *parkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
+func (ps *parkSet) add(s string, parkOff, srcOff int64, rec *kgo.Record, now time.Time) bool {
 	ps.end = max(ps.end, parkOff+1)
 	if ps.seen(s, srcOff) {
 		return false
@@ -120,7 +124,7 @@ func (ps *parkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
 		ss = &parkedSession{notBefore: now.Add(ps.rules.delay), holdOffset: -1}
 		ps.sessions[s] = ss
 	}
-	ss.recs = append(ss.recs, parkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: now})
+	ss.recs = append(ss.recs, parkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: now, rec: rec})
 	ps.records++
 	return true
 }
@@ -286,7 +290,7 @@ func (ps *parkSet) replay(off int64, e parkEntry, now time.Time) bool {
 	ps.epoch = e.epoch
 	switch e.kind {
 	case parkRecord:
-		ps.add(e.session, off, e.src, now)
+		ps.add(e.session, off, e.src, e.rec, now)
 	case parkDone:
 		ps.done(e.session, e.src, off, now)
 	case parkHold:

@@ -256,7 +256,7 @@ func (pm *parkModel) parkRecord(s string, o int64) bool {
 	if !ok {
 		return false
 	}
-	pm.m.ps.add(s, off, o, pm.now)
+	pm.m.ps.add(s, off, o, nil, pm.now)
 	pm.m.done[o] = true
 	return true
 }
