@@ -158,8 +158,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	defer c.cancelWork()
 	c.own.work = c.workCtx
+	if err := c.openPark(); err != nil { // before the group client: its first assignment rebuilds parked sets
+		return err
+	}
 	cl, err := kgo.NewClient(c.clientOpts()...)
 	if err != nil {
+		c.closePark()
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
@@ -172,14 +176,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.dlq, err = openDeadLetters(dctx, &dcfg, kadm.NewClient(cl))
 		cancel()
 		if err != nil {
-			cl.Close()
-			return err
-		}
-	}
-
-	if c.cfg.Park.Enabled {
-		if c.park, err = openPark(&c.cfg); err != nil {
-			c.dlq.client.Close()
+			c.closePark()
 			cl.Close()
 			return err
 		}

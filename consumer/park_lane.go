@@ -13,6 +13,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// openPark starts the park client when parking is on.
+func (c *Consumer) openPark() error {
+	if !c.cfg.Park.Enabled {
+		return nil
+	}
+	var err error
+	c.park, err = openPark(&c.cfg)
+	return err
+}
+
+func (c *Consumer) closePark() {
+	if c.park != nil {
+		c.park.client.Close()
+	}
+}
+
 // enablePark gives newly assigned partitions their parked sets.
 func (c *Consumer) enablePark(parts []*partition) {
 	if c.park == nil {
