@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -52,6 +53,36 @@ func openPark(cfg *Config) (*parkIO, error) {
 }
 
 func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
+
+// check verifies the park topic of source: it exists, has the source's
+// partition count (park partition p belongs with source partition p), and
+// is not compacted (every parked record of a session is needed).
+func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) error {
+	park := io.topic(source)
+	tds, err := adm.ListTopics(ctx, source, park)
+	if err != nil {
+		return fmt.Errorf("describe %s and %s: %w", source, park, err)
+	}
+	sd, pd := tds[source], tds[park]
+	switch {
+	case pd.Err != nil || pd.Topic == "":
+		return fmt.Errorf("park topic %s: missing (%v): create it with %d partitions, cleanup.policy=delete", park, pd.Err, len(sd.Partitions))
+	case sd.Err == nil && len(pd.Partitions) != len(sd.Partitions):
+		return fmt.Errorf("park topic %s has %d partitions, %s has %d: they must be equal", park, len(pd.Partitions), source, len(sd.Partitions))
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, park)
+	if err != nil {
+		return fmt.Errorf("describe the configs of %s: %w", park, err)
+	}
+	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+				return fmt.Errorf("park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", park, *c.Value)
+			}
+		}
+	}
+	return nil
+}
 
 // write produces rec and waits for its acknowledgement, returning its park
 // offset; like deadLetters.write it writes a copy and returns when ctx ends.

@@ -10,6 +10,7 @@ import (
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/lanesdev/lanes/tracing"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -45,14 +46,23 @@ func (c *Consumer) enablePark(parts []*partition) {
 // position up to that marker. It runs in the assignment callback, before
 // any record of the partitions is polled. A partition whose rebuild fails
 // starts nothing (parkUnavailable) until it is assigned again.
-func (c *Consumer) rebuildParks(ctx context.Context, parts []*partition) {
+func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
 	if c.park == nil || len(parts) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
 	defer cancel()
+	checked := map[string]error{}
 	for _, p := range parts {
-		if err := c.rebuildPark(ctx, p); err != nil {
+		err, ok := checked[p.key.topic]
+		if !ok {
+			err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic)
+			checked[p.key.topic] = err
+		}
+		if err == nil {
+			err = c.rebuildPark(ctx, p)
+		}
+		if err != nil {
 			p.parkUnavailable(err)
 			c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 				Str("park_topic", c.park.topic(p.key.topic)).

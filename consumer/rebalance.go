@@ -22,7 +22,7 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	if _, stopping := c.stop.beganAt(); !stopping { // partitions assigned during a shutdown start fenced: nothing to read
 		c.enablePark(parts)
 		c.loadCommitted(ctx, cl, parts)
-		c.rebuildParks(ctx, parts)
+		c.rebuildParks(ctx, cl, parts)
 	}
 }
 
