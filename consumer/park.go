@@ -143,21 +143,6 @@ func (ps *parkSet) due(now time.Time) []string {
 	return out
 }
 
-// nextDue returns the earliest time a parked head becomes due, if any.
-func (ps *parkSet) nextDue() (time.Time, bool) {
-	var at time.Time
-	ok := false
-	for _, ss := range ps.sessions {
-		if ss.retrying || ss.held || len(ss.recs) == 0 {
-			continue
-		}
-		if !ok || ss.notBefore.Before(at) {
-			at, ok = ss.notBefore, true
-		}
-	}
-	return at, ok
-}
-
 // head returns the parked head of session s: the record to retry.
 func (ps *parkSet) head(s string) (parkedRecord, bool) {
 	ss := ps.sessions[s]
@@ -310,12 +295,6 @@ func (ps *parkSet) begin(pos, epoch int64) {
 		ps.epoch = max(ps.epoch, epoch)
 	}
 }
-
-// reached records that the park partition was read, or written, up to
-// offset end (exclusive): with nothing parked, the park position is end.
-// The rebuild calls it with the committed park position, then with the
-// partition's end offset once read.
-func (ps *parkSet) reached(end int64) { ps.end = max(ps.end, end) }
 
 // position is the park position to commit: the lowest park offset still
 // needed (a parked record not done, a hold marker in force, the entry that

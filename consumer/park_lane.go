@@ -200,10 +200,14 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
+	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
+		if c.parkDeadLetter(rw, err, ReasonPermanent) {
+			c.parkMark(p, parkDone, w.lane, h.srcOffset)
+		}
 	case !p.parkFailed(w.lane, now):
 		c.stats.retries.Add(1)
 	default:
-		if !c.parkDeadLetter(rw, err) {
+		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
 			return
 		}
 		kind := parkDone
@@ -225,17 +229,17 @@ func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through in
 
 // parkDeadLetter writes a parked record whose budget is spent to the DLQ
 // until acknowledged (true) or its partition is fenced (false).
-func (c *Consumer) parkDeadLetter(w *work, cause error) bool {
-	rec := c.dlq.record(w.rec, cause.Error(), ReasonParkExhausted, w.msg.Attempt)
+func (c *Consumer) parkDeadLetter(w *work, cause error, reason string) bool {
+	rec := c.dlq.record(w.rec, cause.Error(), reason, w.msg.Attempt)
 	for {
 		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
 		err := c.dlq.write(ctx, rec)
 		cancel()
 		if err == nil {
-			c.stats.deadLettered(ReasonParkExhausted)
+			c.stats.deadLettered(reason)
 			l := c.recordLog(noSpan, w)
-			l.Warn().Int("attempts", w.msg.Attempt).AnErr("cause", cause).
-				Msg("park: parked record spent its retries: dead-lettered")
+			l.Warn().Int("attempts", w.msg.Attempt).Str("reason", reason).AnErr("cause", cause).
+				Msg("park: parked record dead-lettered")
 			return true
 		}
 		if w.p.isFenced() || errors.Is(err, context.Canceled) {
@@ -247,6 +251,23 @@ func (c *Consumer) parkDeadLetter(w *work, cause error) bool {
 			return false
 		}
 	}
+}
+
+// ReleaseParked lets a parked session held after its retry budget was
+// spent (ParkHold) be retried again at once: an operator's decision once
+// its dependency is back. session is the session ID (for records without
+// a session, see Config.SessionKey). It reports whether the session was
+// held on that partition of this member. The hold ends for good once a
+// retry succeeds (its done marker follows the hold marker); a retry that
+// spends the budget again holds the session again.
+func (c *Consumer) ReleaseParked(topic string, partition int32, session string) bool {
+	p := c.own.get(partKey{topic, partition})
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk != nil && p.pk.set.release(session, time.Now())
 }
 
 // parkLoop queues the retries of parked heads that are due, in their

@@ -132,3 +132,45 @@ func TestParkAtOnce(t *testing.T) {
 		t.Fatalf("park copies %q; want %q", copies, want)
 	}
 }
+
+// TestParkRetryPermanent: a parked record whose retry fails permanently is
+// dead-lettered at once (reason permanent) and its session goes on in
+// order, as it would in the source partition.
+func TestParkRetryPermanent(t *testing.T) {
+	e := newEnv(t, 2, "chats", "chats.park", "dlq")
+	sessions := sessionNames(4)
+	e.produce("chats", sessions, 4)
+	var calls atomic.Int32
+	rec := newRecorder(16, func(ctx context.Context, m *Message) error {
+		if s, seq := parseValue(m.Record.Value); s == sessions[1] && seq == 0 {
+			if calls.Add(1) == 1 {
+				return Park(errors.New("down"))
+			}
+			return Permanent(errors.New("poison after all"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-permanent", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: 10 * time.Millisecond}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	eventually(t, "session unparked", func() bool {
+		for _, p := range c.Stats().Partitions {
+			if p.Park.Sessions > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, sessions, 4)
+	if n := c.Stats().DeadLetteredByReason[ReasonPermanent]; n != 1 {
+		t.Fatalf("dead-lettered as permanent: %d; want 1", n)
+	}
+}

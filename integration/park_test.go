@@ -192,6 +192,9 @@ func TestParkBudgetSpent(t *testing.T) {
 					s, h, r := parked(m.c)
 					return s == 1 && h == 1 && r == parkPer-1
 				})
+				if m.c.ReleaseParked(topic, 0, "no-such-session") {
+					t.Fatal("ReleaseParked released a session that is not parked")
+				}
 			} else {
 				waitFinished(t, l, parkSessions*parkPer, 2*time.Minute) // every stuck message dead-lettered in turn
 				waitFor(t, "stuck session released", time.Minute, func() bool { s, _, _ := parked(m.c); return s == 0 })
@@ -210,13 +213,12 @@ func TestParkBudgetSpent(t *testing.T) {
 			if st := m.c.Stats(); st.DeadLetteredByReason[consumer.ReasonParkExhausted] != int64(want) {
 				t.Fatalf("dead-lettered by reason %v; want %d %s", st.DeadLetteredByReason, want, consumer.ReasonParkExhausted)
 			}
-			if tc.on == consumer.ParkHold {
-				if r.Lost != parkPer-1 || r.Violations != 0 || r.Overlaps != 0 {
-					t.Fatalf("%s; want exactly the held session's %d later messages unaccounted (parked)", r, parkPer-1)
-				}
-				return
+			if tc.on == consumer.ParkHold && (r.Lost != parkPer-1 || r.Violations != 0 || r.Overlaps != 0) {
+				t.Fatalf("%s; want exactly the held session's %d later messages unaccounted (parked)", r, parkPer-1)
 			}
-			assertClean(t, c, r, 0, false)
+			if tc.on == consumer.ParkRelease {
+				assertClean(t, c, r, 0, false)
+			}
 		})
 	}
 }
@@ -342,5 +344,47 @@ func waitLoaded(t *testing.T, calls *callFiles, l *lanestest.Ledger, n int, limi
 			t.Fatalf("timed out: %d of %d finished", l.Accounted(), n)
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
+	}
+}
+
+// TestParkHoldThenRelease: a session held after its budget was spent stays
+// parked, its later messages unhandled, until an operator releases it
+// (ReleaseParked) once its dependency is back; then they run in order.
+func TestParkHoldThenRelease(t *testing.T) {
+	c := newCluster(t)
+	topic, dlq := c.parkTopics(t)
+	l := lanestest.NewLedger()
+	sessions := sessionNames(parkSessions)
+	stuck := sessions[11]
+	g := &stuckGate{stuck: map[string]bool{stuck: true}}
+	c.produce(t, topic, sessions, parkPer, l)
+	m := startMember(t, "m1", c.parkConfig("park-hold-release", topic, dlq, 2, consumer.ParkHold), g.handler("m1", l))
+	ctx, cancel := context.WithCancel(context.Background())
+	dlqDone := make(chan error, 1)
+	go func() { dlqDone <- lanestest.WatchDeadLetters(ctx, c.Broker, dlq, l) }()
+	defer func() { cancel(); <-dlqDone }()
+	waitFinished(t, l, (parkSessions-1)*parkPer+1, 2*time.Minute)
+	var part int32 = -1
+	waitFor(t, "stuck session held", time.Minute, func() bool {
+		for _, p := range m.c.Stats().Partitions {
+			if p.Park.Held == 1 {
+				part = p.Partition
+			}
+		}
+		return part >= 0
+	})
+	g.open.Store(true)
+	if !m.c.ReleaseParked(topic, part, stuck) {
+		t.Fatalf("ReleaseParked(%s, %d, %s) = false for a held session", topic, part, stuck)
+	}
+	waitFinished(t, l, parkSessions*parkPer, 2*time.Minute)
+	waitFor(t, "session unparked", time.Minute, func() bool { s, _, _ := parked(m.c); return s == 0 })
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := l.Report()
+	assertClean(t, c, r, 0, false)
+	if r.DeadLettered != 1 {
+		t.Fatalf("%d dead-lettered; want the one head that spent its budget", r.DeadLettered)
 	}
 }
