@@ -54,6 +54,10 @@ func openPark(cfg *Config) (*parkIO, error) {
 
 func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
 
+// errParkTopicBad: the park topic is there but unfit (partition count,
+// compaction): trying again does not help.
+var errParkTopicBad = errors.New("park topic unfit")
+
 // check verifies the park topic of source: it exists, has the source's
 // partition count (park partition p belongs with source partition p), and
 // is not compacted (every parked record of a session is needed).
@@ -68,7 +72,7 @@ func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) er
 	case pd.Err != nil || pd.Topic == "":
 		return fmt.Errorf("park topic %s: missing (%v): create it with %d partitions, cleanup.policy=delete", park, pd.Err, len(sd.Partitions))
 	case sd.Err == nil && len(pd.Partitions) != len(sd.Partitions):
-		return fmt.Errorf("park topic %s has %d partitions, %s has %d: they must be equal", park, len(pd.Partitions), source, len(sd.Partitions))
+		return fmt.Errorf("%w: park topic %s has %d partitions, %s has %d: they must be equal", errParkTopicBad, park, len(pd.Partitions), source, len(sd.Partitions))
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, park)
 	if err != nil {
@@ -77,7 +81,7 @@ func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) er
 	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
 		for _, c := range rc.Configs {
 			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
-				return fmt.Errorf("park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", park, *c.Value)
+				return fmt.Errorf("%w: park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", errParkTopicBad, park, *c.Value)
 			}
 		}
 	}

@@ -44,30 +44,53 @@ func (c *Consumer) enablePark(parts []*partition) {
 // (docs/parking.md): it writes this owner's fence marker to the park
 // partition, then replays the park partition from the committed park
 // position up to that marker. It runs in the assignment callback, before
-// any record of the partitions is polled. A partition whose rebuild fails
-// starts nothing (parkUnavailable) until it is assigned again.
+// any record of the partitions is polled, within twice CommitTimeout for
+// all of them; a failure that may pass (a park topic not yet known to the
+// broker answering, just after it was created; a write or read failing)
+// is tried again meanwhile. A partition whose rebuild fails starts nothing
+// (parkUnavailable) until it is assigned again.
 func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
 	if c.park == nil || len(parts) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
 	defer cancel()
-	checked := map[string]error{}
+	checked := map[string]bool{}
 	for _, p := range parts {
-		err, ok := checked[p.key.topic]
-		if !ok {
-			err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic)
-			checked[p.key.topic] = err
+		bo := backoff.NewExponentialBackOff()
+		bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, time.Second, 0
+		for {
+			var err error
+			if !checked[p.key.topic] {
+				err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic)
+				checked[p.key.topic] = err == nil
+			}
+			if err == nil {
+				err = c.rebuildPark(ctx, p)
+			}
+			if err == nil {
+				break
+			}
+			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
+				p.parkUnavailable(err)
+				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+					Str("park_topic", c.park.topic(p.key.topic)).
+					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) until it is assigned again; fix the park topic (same partition count as its source, cleanup.policy=delete)")
+				break
+			}
 		}
-		if err == nil {
-			err = c.rebuildPark(ctx, p)
-		}
-		if err != nil {
-			p.parkUnavailable(err)
-			c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
-				Str("park_topic", c.park.topic(p.key.topic)).
-				Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) until it is assigned again; check that the park topic exists with the source topic's partition count")
-		}
+	}
+}
+
+// sleepCtx waits d, or less when ctx ends first (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -40,6 +40,7 @@ func TestParkTopicChecked(t *testing.T) {
 			rec := newRecorder(8, nil)
 			cfg := e.config("g-park-check", "chats")
 			cfg.Park.Enabled = true
+			cfg.CommitTimeout = time.Second // a missing topic is looked for again for twice this
 			c, err := New(cfg, rec)
 			if err != nil {
 				t.Fatal(err)

@@ -109,6 +109,7 @@ func TestParkStuckSessions(t *testing.T) {
 	m := startMember(t, "m1", c.parkConfig("park-stuck", topic, dlq, 1000, consumer.ParkHold), g.handler("m1", l))
 	rest := (parkSessions - len(g.stuck)) * parkPer
 	waitFinished(t, l, rest, 2*time.Minute) // while the stuck session still fails
+	assertGroupProtocol(t, c, groupName("park-stuck"))
 	waitFor(t, "stuck session parked with all its messages", time.Minute, func() bool {
 		s, _, r := parked(m.c)
 		return s == len(g.stuck) && r == len(g.stuck)*parkPer
