@@ -203,7 +203,7 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 // read returns the records of park partition (topic, part) from offset
 // from (-1: its start) up to, not including, offset to, in order.
 func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to int64) ([]*kgo.Record, error) {
-	if from >= to {
+	if from >= to || to <= 0 {
 		return nil, nil
 	}
 	at := kgo.NewOffset().AtStart()

@@ -175,3 +175,38 @@ func TestParkRetryPermanent(t *testing.T) {
 		t.Fatalf("dead-lettered as permanent: %d; want 1", n)
 	}
 }
+
+// TestInspectParked: InspectParked lists a parked session with its parked
+// records' source offsets, as the group would rebuild it.
+func TestInspectParked(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	sessions := sessionNames(3)
+	e.produce("chats", sessions, 3) // offsets: s0|0 s1|0 s2|0 s0|1 …
+	rec := newRecorder(6, func(ctx context.Context, m *Message) error {
+		if s, _ := parseValue(m.Record.Value); s == sessions[1] {
+			return Park(errors.New("down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-inspect", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "session parked with its three records", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Records == 3
+	})
+	got, err := InspectParked(context.Background(), e.addrs, "g-park-inspect", "chats", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Session != sessions[1] || !slices.Equal(got[0].Offsets, []int64{1, 4, 7}) || got[0].Held || got[0].Since.IsZero() {
+		t.Fatalf("InspectParked: %+v; want %s with offsets 1, 4, 7", got, sessions[1])
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

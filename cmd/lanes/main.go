@@ -18,6 +18,7 @@ Usage:
   lanes bench  [flags]   compare lanes with baselines on workloads (embedded broker unless --brokers)
   lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
   lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
+  lanes park inspect [flags]         list parked sessions (docs/parking.md)
 
 Run "lanes <command> -h" for a command's flags.
 `
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, args[1:], stdout, stderr)
+	case "park":
+		return runPark(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
