@@ -128,6 +128,10 @@ func validatePark(cfg *Config) error {
 			return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is the dead-letter topic", ErrConfig, park, t)
 		}
 	}
+	if r := cfg.Retry; !r.Forever && p.AfterAttempts > r.MaxAttempts && p.After > r.MaxElapsed {
+		return fmt.Errorf("%w: Park.AfterAttempts: %d attempts (or Park.After %v) is past the in-lane retry budget (Retry.MaxAttempts %d, Retry.MaxElapsed %v): records would be dead-lettered instead of parked",
+			ErrConfig, p.AfterAttempts, p.After, r.MaxAttempts, r.MaxElapsed)
+	}
 	if cfg.DeadLetterTopic == "" {
 		return fmt.Errorf("%w: DeadLetterTopic: required with Park.Enabled (a parked record that spends its retries is dead-lettered)", ErrConfig)
 	}

@@ -31,6 +31,13 @@ func TestParkConfigValidation(t *testing.T) {
 		{"park topic consumed", func(c *Config) { c.Topics = []string{"t", "t.park"} }, "Park.TopicSuffix"},
 		{"park topic is the DLQ", func(c *Config) { c.DeadLetterTopic = "t.park" }, "Park.TopicSuffix"},
 		{"no DLQ", func(c *Config) { c.DeadLetterTopic = ""; c.Retry.Forever = true }, "DeadLetterTopic"},
+		{"parks after the retry budget", func(c *Config) { c.Park.AfterAttempts, c.Retry.MaxAttempts = 5, 4 }, ""},
+		{"parks after the whole retry budget", func(c *Config) {
+			c.Park.AfterAttempts, c.Retry.MaxAttempts, c.Park.After, c.Retry.MaxElapsed = 5, 4, time.Hour, time.Minute
+		}, "Park.AfterAttempts"},
+		{"parks after the budget, retrying forever", func(c *Config) {
+			c.Park.AfterAttempts, c.Retry.MaxAttempts, c.Park.After, c.Retry.Forever = 5, 4, time.Hour, true
+		}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -157,7 +157,15 @@ func (c *Consumer) forwardParked(w *work) bool {
 // was fenced first (the next owner reads the record again). A failing
 // write is retried for as long as the partition is ours: the record holds
 // the watermark meanwhile, as a failing dead-letter write does.
+//
+// It holds the record's claim, like a dead-letter write: a record the
+// stall skipper (SkipStalled) dead-lettered first is not parked too.
 func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.Time, reason string) bool {
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return false // skipped as stalled meanwhile
+	}
 	if cause != nil {
 		reason = cause.Error()
 	}
