@@ -121,7 +121,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, p *partition) error {
 			continue
 		}
 		e.rec = src
-		if !set.replay(r.Offset, e, now) {
+		if !set.replay(r.Offset, e, r.Timestamp) { // its write time: Stats show its true age, its head is due Delay after it
 			ignored++
 		}
 	}
