@@ -65,6 +65,9 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 	if len(cfg.Middleware) > 0 {
 		return nil, fmt.Errorf("%w: Middleware: does not apply to a BatchHandler", ErrConfig)
 	}
+	if cfg.Park.Enabled {
+		return nil, fmt.Errorf("%w: Park: not supported with a BatchHandler", ErrConfig)
+	}
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err

@@ -85,6 +85,11 @@ type Config struct {
 	// records without spending retry budget and one probe runs at a time.
 	// Default: off (see BreakerPolicy and its Default* constants).
 	Breaker BreakerPolicy
+	// Park moves a session whose record keeps failing, with its later
+	// records, to a park topic so its partition keeps flowing, and retries
+	// it from there in order (docs/parking.md). Default: off (see
+	// ParkPolicy and its Default* constants).
+	Park ParkPolicy
 	// Middleware wraps the handler given to New, in order: the first entry
 	// is the outermost, so it sees each attempt first and its outcome last
 	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
@@ -307,6 +312,9 @@ func (cfg Config) validate() (Config, error) {
 		if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
 			return cfg, err
 		}
+	}
+	if err := validatePark(&cfg); err != nil {
+		return cfg, err
 	}
 	if cfg.Slog != nil {
 		if cfg.Logger != nil {

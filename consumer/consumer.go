@@ -31,6 +31,7 @@ type Consumer struct {
 	tracer  *tracing.Tracer
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
+	park    *parkIO  // nil unless Config.Park.Enabled
 
 	reach   *brokerWatch // whether any broker answers (connectivity.go)
 	member  *membership  // whether the member is in its group (membership.go)
@@ -168,8 +169,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	defer c.cancelWork()
 	c.own.work = c.workCtx
+	if err := c.openPark(); err != nil { // before the group client: its first assignment rebuilds parked sets
+		return err
+	}
 	cl, err := kgo.NewClient(c.clientOpts()...)
 	if err != nil {
+		c.closePark()
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
@@ -182,6 +187,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.dlq, err = openDeadLetters(dctx, &dcfg, kadm.NewClient(cl))
 		cancel()
 		if err != nil {
+			c.closePark()
 			cl.Close()
 			return err
 		}
@@ -204,6 +210,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
+	if c.park != nil {
+		bg.Add(1)
+		go func() { defer bg.Done(); c.parkLoop(bgCtx) }()
+	}
 
 	c.poll(pollCtx)
 	endPoll()

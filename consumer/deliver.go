@@ -18,8 +18,15 @@ import (
 // process runs one record through the handler (with retries and, when
 // needed, the DLQ) and reports the outcome to its partition.
 func (c *Consumer) process(l *lane, w *work) {
+	if w.parkRetry {
+		c.retryParked(l, w)
+		return
+	}
 	if !w.p.start(w.seq) {
 		return // fenced (the next owner reads it again), or skipped as stalled
+	}
+	if c.park != nil && c.forwardParked(w) {
+		return
 	}
 	w.p.finish(w.seq, c.deliver(l, w))
 }
@@ -34,6 +41,7 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	spent := 0             // attempts counted against the budget (not excused by the breaker)
+	var failedAt time.Time // the first counted failure, for parking
 	for attempt := 1; ; attempt++ {
 		probe, waited, ok := c.breakerWait(w)
 		if !ok {
@@ -61,6 +69,16 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			continue // the breaker is open: the next pass waits for it
 		}
 		spent++
+		if c.park != nil && !IsPermanent(err) {
+			now := time.Now()
+			if failedAt.IsZero() {
+				failedAt = now
+			}
+			if c.cfg.Park.shouldPark(err, spent, failedAt, now) {
+				tracing.EndProcess(span, err)
+				return c.parkOut(w, err, spent, failedAt, now, "")
+			}
+		}
 		wait, dead, done := c.afterFailure(w, spent, &bo, err, span)
 		if dead {
 			return done

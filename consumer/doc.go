@@ -29,6 +29,14 @@
 // per-partition offset tracker turns finished offsets into a contiguous
 // watermark, committed every CommitInterval, on revoke and on shutdown.
 //
+// # Parking
+//
+// With Config.Park (off by default), a session whose record keeps failing
+// moves, with its later records, to a park topic, in order, so its
+// partition keeps flowing for every other session; it is retried from
+// there in its own lane and unparked once its parked records are done
+// (docs/parking.md). A handler parks a record at once with Park(err).
+//
 // # Example
 //
 //	c, err := consumer.New(consumer.Config{

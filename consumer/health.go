@@ -64,6 +64,9 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 		h.Reasons = append(h.Reasons, fmt.Sprintf("breaker open since %s (%v), %d of %d attempts failed: fetching paused, probing every %v",
 			b.OpenedAt.UTC().Format(time.RFC3339), now.Sub(b.OpenedAt).Round(time.Second), b.Failures, b.Calls, c.cfg.Breaker.ProbeInterval))
 	}
+	if c.cfg.Park.Enabled {
+		h.Reasons = append(h.Reasons, parkReasons(st.Partitions, c.cfg.Park.HealthAge)...)
+	}
 	if r := commitReason(st.Partitions, now); r != "" {
 		h.Reasons = append(h.Reasons, r)
 	}

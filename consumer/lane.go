@@ -19,6 +19,9 @@ type work struct {
 	lane    string
 	msg     Message    // handed to the handler; part of work to save an allocation
 	first   attemptCtx // the first attempt's context, likewise
+	// parkRetry marks a retry of the lane's parked head (park_lane.go),
+	// queued by the park loop; rec is nil then.
+	parkRetry bool
 
 	// claim is held by whoever finishes the record, its lane or the stall
 	// skipper, while deciding and writing its outcome: one outcome, one

@@ -21,6 +21,7 @@ type metrics struct {
 	group      metric.MeasurementOption
 	record     []metric.RecordOption // {group}, prebuilt: a variadic literal would allocate per call
 	reg        metric.Registration
+	parkReg    metric.Registration // park_metrics.go
 }
 
 func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*metrics, error) {
@@ -123,6 +124,10 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
 		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused, brkHung)
+	if err != nil {
+		return nil, err
+	}
+	out.parkReg, err = registerParkMetrics(m, stats, group)
 	return out, err
 }
 
@@ -142,6 +147,9 @@ func (m *metrics) commitDone(d time.Duration) {
 func (m *metrics) close() {
 	if m.reg != nil {
 		_ = m.reg.Unregister()
+	}
+	if m.parkReg != nil {
+		_ = m.parkReg.Unregister()
 	}
 }
 

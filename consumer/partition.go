@@ -74,6 +74,8 @@ type partition struct {
 
 	commitErr  error     // the error of the last commit of this partition; nil after a success
 	commitFrom time.Time // when its commits started failing
+
+	pk *partPark // parking (park_partition.go); nil when off
 }
 
 // dlqFail is a record whose dead-letter copy could not be written.
@@ -304,8 +306,9 @@ func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	if p.tr.version != p.committedVersion {
 		cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
 		if metaMax > 0 {
-			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax)
+			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax-parkMetaRoom(p.pk))
 		}
+		cp.meta = p.parkMetaLocked(cp.meta, cp.offset)
 		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {
 			return cp, true
 		}
@@ -445,5 +448,6 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	if p.hwm >= 0 && ps.Watermark >= 0 {
 		ps.Lag = max(p.hwm-ps.Watermark, 0)
 	}
+	p.parkStatsLocked(&ps, now)
 	return ps
 }

@@ -20,7 +20,9 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
 	if _, stopping := c.stop.beganAt(); !stopping { // partitions assigned during a shutdown start fenced: nothing to read
+		c.enablePark(parts)
 		c.loadCommitted(ctx, cl, parts)
+		c.rebuildParks(ctx, cl, parts)
 	}
 }
 
@@ -56,6 +58,9 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		case !ok || r.At < 0:
 			fresh = append(fresh, p)
 			continue
+		}
+		if p.pk != nil {
+			p.parkCommitted(r.Metadata)
 		}
 		c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
 			Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")
@@ -101,6 +106,7 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 // metadata, reporting false (with a warning for anything but empty
 // metadata) when they cannot be trusted or are turned off.
 func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]offRange, bool) {
+	r.Metadata, _, _, _ = splitParkMeta(r.Metadata)
 	if c.cfg.DisableCompletedOffsets || r.Metadata == "" {
 		return nil, false
 	}

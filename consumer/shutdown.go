@@ -93,6 +93,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 			errs = append(errs, fmt.Errorf("consumer: close dead-letter client: %w", err))
 		}
 	}
+	c.closePark()
 	c.client.Close()
 	if err := c.unfinished(); err != nil {
 		errs = append(errs, err)

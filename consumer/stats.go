@@ -121,6 +121,9 @@ type PartitionStats struct {
 	// are pending (0 when nothing is pending). Sampled by the watchdog, so
 	// accurate to its interval (at most a second).
 	WatermarkAge time.Duration `json:"watermark_age"`
+	// Park describes the partition's parked sessions (Config.Park); its
+	// zero value when parking is off.
+	Park ParkStats `json:"park"`
 }
 
 type counters struct {

@@ -33,6 +33,28 @@ func (p PartitionStats) MarshalJSON() ([]byte, error) {
 	}{plain(p), p.DeadLetterBlockedFor.String(), p.CommitFailingFor.String(), p.WatermarkAge.String()})
 }
 
+// MarshalJSON writes s with Oldest as a duration string.
+func (s ParkStats) MarshalJSON() ([]byte, error) {
+	type plain ParkStats
+	return json.Marshal(struct {
+		plain
+		Oldest string `json:"oldest"`
+	}{plain(s), s.Oldest.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *ParkStats) UnmarshalJSON(b []byte) error {
+	type plain ParkStats
+	v := struct {
+		*plain
+		Oldest string `json:"oldest"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return setDuration(&s.Oldest, "oldest", v.Oldest)
+}
+
 // MarshalJSON writes s with RunningFor as a duration string.
 func (s SessionStats) MarshalJSON() ([]byte, error) {
 	type plain SessionStats

@@ -67,7 +67,11 @@ func helperConsumer() int {
 		lg := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Str("member", member).Logger()
 		cfg.Logger = &lg
 	}
-	c, err := consumer.New(cfg, lanestest.Record(member, fl.write, faulty(faults{transient: 0.05, work: 10 * time.Millisecond})))
+	h := faulty(faults{transient: 0.05, work: 10 * time.Millisecond})
+	if os.Getenv("LANES_PARK") != "" { // TestParkCrash
+		cfg.Park, h = parkHelper(h)
+	}
+	c, err := consumer.New(cfg, lanestest.Record(member, fl.write, h))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -13,6 +13,7 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/bench"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/demo"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/park"
 )
 
 const usage = `lanes: per-session ordered Kafka pipelines
@@ -23,6 +24,7 @@ Usage:
   lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
   lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
   lanes version          print the lanes version and the Go version that built it
+  lanes park inspect [flags]         list parked sessions (docs/parking.md)
 
 Run "lanes <command> -h" for a command's flags.
 `
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBroker(ctx, args[1:], stdout, stderr)
 	case "dlq":
 		return dlq.Run(ctx, args[1:], stdout, stderr)
+	case "park":
+		return park.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout)
 	case "-h", "--help", "help":

@@ -1,0 +1,193 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestParkConfigValidation(t *testing.T) {
+	ok := Config{Brokers: []string{"127.0.0.1:9092"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "dlq",
+		Park: ParkPolicy{Enabled: true}}
+	h := HandlerFunc(func(context.Context, *Message) error { return nil })
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" = valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"off, any values", func(c *Config) { c.Park = ParkPolicy{MaxAttempts: -1} }, ""},
+		{"negative attempts", func(c *Config) { c.Park.AfterAttempts = -1 }, "Park.AfterAttempts"},
+		{"negative after", func(c *Config) { c.Park.After = -time.Second }, "Park.After"},
+		{"negative delay", func(c *Config) { c.Park.Delay = -1 }, "Park.Delay"},
+		{"max delay below delay", func(c *Config) { c.Park.Delay, c.Park.MaxDelay = time.Minute, time.Second }, "Park.MaxDelay"},
+		{"negative budget", func(c *Config) { c.Park.MaxAttempts = -2 }, "Park.MaxAttempts"},
+		{"negative health age", func(c *Config) { c.Park.HealthAge = -1 }, "Park.HealthAge"},
+		{"unknown policy", func(c *Config) { c.Park.OnExhausted = 9 }, "Park.OnExhausted"},
+		{"park topic consumed", func(c *Config) { c.Topics = []string{"t", "t.park"} }, "Park.TopicSuffix"},
+		{"park topic is the DLQ", func(c *Config) { c.DeadLetterTopic = "t.park" }, "Park.TopicSuffix"},
+		{"no DLQ", func(c *Config) { c.DeadLetterTopic = ""; c.Retry.Forever = true }, "DeadLetterTopic"},
+		{"parks after the retry budget", func(c *Config) { c.Park.AfterAttempts, c.Retry.MaxAttempts = 5, 4 }, ""},
+		{"parks after the whole retry budget", func(c *Config) {
+			c.Park.AfterAttempts, c.Retry.MaxAttempts, c.Park.After, c.Retry.MaxElapsed = 5, 4, time.Hour, time.Minute
+		}, "Park.AfterAttempts"},
+		{"parks after the budget, retrying forever", func(c *Config) {
+			c.Park.AfterAttempts, c.Retry.MaxAttempts, c.Park.After, c.Retry.Forever = 5, 4, time.Hour, true
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.edit(&cfg)
+			_, err := New(cfg, h)
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tc.field != "" && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field+":")):
+				t.Fatalf("New: %v; want ErrConfig naming %s", err, tc.field)
+			}
+		})
+	}
+	c, err := New(ok, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.cfg.Park
+	if p.TopicSuffix != DefaultParkTopicSuffix || p.AfterAttempts != DefaultParkAfterAttempts || p.After != DefaultParkAfter ||
+		p.Delay != DefaultParkDelay || p.MaxDelay != DefaultParkMaxDelay || p.MaxAttempts != DefaultParkMaxAttempts ||
+		p.HealthAge != DefaultParkHealthAge || p.OnExhausted != ParkHold {
+		t.Fatalf("defaults not applied: %+v", p)
+	}
+	if _, err := NewBatch(ok, BatchHandlerFunc(func(context.Context, []*Message) error { return nil })); !errors.Is(err, ErrConfig) {
+		t.Fatalf("NewBatch with Park: %v; want ErrConfig", err)
+	}
+}
+
+func TestShouldPark(t *testing.T) {
+	p, err := ParkPolicy{Enabled: true, AfterAttempts: 3, After: time.Minute}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	cause := errors.New("down")
+	for _, tc := range []struct {
+		err      error
+		attempts int
+		after    time.Duration
+		want     bool
+	}{
+		{cause, 1, 0, false},
+		{cause, 3, 0, true},
+		{cause, 1, time.Minute, true},
+		{Park(cause), 1, 0, true},
+		{Permanent(Park(cause)), 1, 0, true},
+	} {
+		if got := p.shouldPark(tc.err, tc.attempts, t0, t0.Add(tc.after)); got != tc.want {
+			t.Errorf("shouldPark(%v, %d attempts, failing %v) = %v; want %v", tc.err, tc.attempts, tc.after, got, tc.want)
+		}
+	}
+	if Park(nil) != nil || IsPark(cause) || !IsPark(Park(cause)) || !errors.Is(Park(cause), cause) {
+		t.Fatal("Park wraps and unwraps its error")
+	}
+}
+
+// TestParkEntryRoundTrip: a parked copy keeps key, value, headers and event
+// ID and carries its provenance; markers carry their session and through;
+// the rebuild reads back exactly what was written.
+func TestParkEntryRoundTrip(t *testing.T) {
+	cfg := Config{Park: ParkPolicy{TopicSuffix: ".park"}}
+	io := &parkIO{cfg: &cfg}
+	src := &kgo.Record{Topic: "chats", Partition: 3, Offset: 77, Key: []byte("k"), Value: []byte("v"),
+		Headers: []kgo.RecordHeader{{Key: "lanes-event-id", Value: []byte("id-1")}, {Key: "traceparent", Value: []byte("tp")}}}
+	first := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	cp := io.copyOf(src, "k", 12, 4, first, first.Add(time.Second), "dependency down")
+	if cp.Topic != "chats.park" || cp.Partition != 3 || string(cp.Key) != "k" || string(cp.Value) != "v" {
+		t.Fatalf("copy %s/%d key %q value %q", cp.Topic, cp.Partition, cp.Key, cp.Value)
+	}
+	for k, want := range map[string]string{HeaderParkTopic: "chats", HeaderParkPartition: "3", HeaderParkOffset: "77",
+		HeaderParkAttempts: "4", HeaderParkFirstFailure: "2026-01-02T03:04:05.000000006Z",
+		HeaderParkNotBefore: "2026-01-02T03:04:06.000000006Z", HeaderParkReason: "dependency down", HeaderParkEpoch: "12"} {
+		if got := headerOf(cp, k); got != want {
+			t.Errorf("header %s = %q; want %q", k, got, want)
+		}
+	}
+	cp.Offset = 500
+	e, rec, err := parseEntry(cp)
+	if err != nil || e != (parkEntry{kind: parkRecord, session: "k", src: 77, epoch: 12}) {
+		t.Fatalf("parse copy: %+v, %v", e, err)
+	}
+	if rec.Topic != "chats" || rec.Partition != 3 || rec.Offset != 77 || len(rec.Headers) != 2 || headerOf(rec, "lanes-event-id") != "id-1" {
+		t.Fatalf("the handler would see %+v", rec)
+	}
+	for _, kind := range []parkKind{parkDone, parkHold, parkFence} {
+		e, _, err := parseEntry(io.marker(kind, "chats", 3, "k", 90, 12))
+		want := parkEntry{kind: kind, session: "k", src: 90, epoch: 12}
+		if kind == parkFence {
+			want = parkEntry{kind: parkFence, epoch: 12}
+			e.session = ""
+		}
+		if err != nil || e != want {
+			t.Errorf("parse %c marker: %+v, %v; want %+v", kind, e, err, want)
+		}
+	}
+	if _, _, err := parseEntry(&kgo.Record{Value: []byte("x")}); err == nil {
+		t.Error("a foreign record parsed as a park entry")
+	}
+}
+
+func headerOf(r *kgo.Record, k string) string {
+	for _, h := range r.Headers {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestParkMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		meta       string
+		rest       string
+		pos, epoch int64
+		ok         bool
+	}{
+		{"lanes1:AbC;park1:12,7", "lanes1:AbC", 12, 7, true},
+		{";park1:0,-1", "", 0, -1, true},
+		{"lanes1:AbC", "lanes1:AbC", -1, -1, false},
+		{"lanes1:AbC;park1:x,7", "lanes1:AbC", -1, -1, false},
+		{"member-id", "member-id", -1, -1, false},
+	} {
+		rest, pos, epoch, ok := splitParkMeta(tc.meta)
+		if rest != tc.rest || pos != tc.pos || epoch != tc.epoch || ok != tc.ok {
+			t.Errorf("splitParkMeta(%q) = %q %d %d %v", tc.meta, rest, pos, epoch, ok)
+		}
+	}
+	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1})
+	p.mu.Lock()
+	p.pk.set.replay(40, parkEntry{kind: parkFence}, time.Now())
+	p.pk.set.add("s", 42, 5, nil, time.Now())
+	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
+	p.mu.Unlock()
+	rest, pos, epoch, ok := splitParkMeta(meta)
+	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pos != 42 || epoch != 40 {
+		t.Fatalf("metadata %q: completed %v (%v), park position %d epoch %d", meta, rs, err, pos, epoch)
+	}
+}
+
+func TestParkReasons(t *testing.T) {
+	parts := []PartitionStats{
+		{Topic: "t", Partition: 0},
+		{Topic: "t", Partition: 1, Park: ParkStats{Sessions: 2, Held: 1, Records: 5, Oldest: 20 * time.Minute}},
+		{Topic: "t", Partition: 2, Park: ParkStats{Sessions: 1, Records: 1, Oldest: time.Minute}},
+		{Topic: "t", Partition: 3, Park: ParkStats{Error: "park topic t.park missing"}},
+	}
+	got := parkReasons(parts, 15*time.Minute)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "t/1 oldest parked record is 20m0s old") || !strings.Contains(got[1], "t/3") {
+		t.Fatalf("reasons %q", got)
+	}
+}

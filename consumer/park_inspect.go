@@ -1,0 +1,112 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ParkedSession is a parked session as InspectParked finds it in a park
+// topic.
+type ParkedSession struct {
+	Topic     string // the source topic
+	Partition int32
+	Session   string // the lane: the session ID, or a partition's records without a session
+	// Held: its park retry budget was spent (ParkHold); it waits for
+	// ReleaseParked.
+	Held bool
+	// Offsets are the source offsets of its parked records, in order.
+	Offsets []int64
+	// Since is when its oldest parked record was written to the park topic.
+	Since time.Time
+}
+
+// InspectParked lists the sessions parked for source topic (the park topic
+// is topic + suffix, DefaultParkTopicSuffix when "") as group's members
+// would rebuild them: each park partition is read from the group's
+// committed park position (its start when there is none) to its end. It
+// only reads. opts are passed to the franz-go clients (TLS, SASL).
+func InspectParked(ctx context.Context, brokers []string, group, topic, suffix string, opts ...kgo.Opt) ([]ParkedSession, error) {
+	if suffix == "" {
+		suffix = DefaultParkTopicSuffix
+	}
+	nop := zerolog.Nop()
+	cfg := &Config{Brokers: brokers, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait, ClientOptions: opts,
+		Park: ParkPolicy{TopicSuffix: suffix}}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: inspect parked: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	park := topic + suffix
+	ends, err := adm.ListEndOffsets(ctx, park)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: inspect parked: end offsets of %s: %w", park, err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = nil, nil // no commits: every park partition from its start
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer: inspect parked: committed offsets of group %s: %w", group, err)
+	}
+	io := &parkIO{cfg: cfg}
+	var out []ParkedSession
+	var failed error
+	ends.Each(func(o kadm.ListedOffset) {
+		if failed != nil {
+			return
+		}
+		if o.Err != nil {
+			failed = fmt.Errorf("%s/%d: %w", park, o.Partition, o.Err)
+			return
+		}
+		from, epoch := int64(-1), int64(-1)
+		if r, ok := committed.Lookup(topic, o.Partition); ok && r.Err == nil {
+			if _, pos, ep, ok := splitParkMeta(r.Metadata); ok {
+				from, epoch = pos, ep
+			}
+		}
+		recs, err := io.read(ctx, park, o.Partition, from, o.Offset)
+		if err != nil {
+			failed = err
+			return
+		}
+		set := newParkSet(parkRules{maxAttempts: 1})
+		set.begin(max(from, 0), epoch)
+		for _, r := range recs {
+			if e, src, err := parseEntry(r); err == nil {
+				e.rec = src
+				set.replay(r.Offset, e, r.Timestamp)
+			}
+		}
+		for s, ss := range set.sessions {
+			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: s, Held: ss.held}
+			for _, pr := range ss.recs {
+				p.Offsets = append(p.Offsets, pr.srcOffset)
+			}
+			if len(ss.recs) > 0 {
+				p.Since = ss.recs[0].parkedAt
+			}
+			out = append(out, p)
+		}
+	})
+	if failed != nil {
+		return nil, fmt.Errorf("consumer: inspect parked: %w", failed)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].Session < out[j].Session
+	})
+	return out, nil
+}

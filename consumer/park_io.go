@@ -1,0 +1,248 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Headers of park topic entries (docs/parking.md). A parked copy keeps the
+// record's own key, value and headers and adds these.
+const (
+	HeaderParkKind         = "lanes-park-kind"          // record, done, hold or fence
+	HeaderParkSession      = "lanes-park-session"       // the lane (session) it belongs to
+	HeaderParkEpoch        = "lanes-park-epoch"         // park offset of its writer's fence marker
+	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one
+	HeaderParkTopic        = "lanes-park-topic"         // source topic
+	HeaderParkPartition    = "lanes-park-partition"     // source partition
+	HeaderParkOffset       = "lanes-park-offset"        // source offset
+	HeaderParkAttempts     = "lanes-park-attempts"      // failed attempts before it was parked
+	HeaderParkFirstFailure = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
+	HeaderParkNotBefore    = "lanes-park-not-before"    // RFC 3339, its first retry
+	HeaderParkReason       = "lanes-park-reason"        // why it was parked
+)
+
+var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence"}
+
+// parkIO writes and reads park partitions: a producer of its own that
+// writes each entry to the partition it names, and a short-lived direct
+// consumer per rebuild (a group client cannot consume partitions
+// directly).
+type parkIO struct {
+	cfg    *Config
+	client *kgo.Client
+}
+
+func openPark(cfg *Config) (*parkIO, error) {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.WithLogger(newKgoLogger(cfg.Logger, "park")),
+	}, cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: start park client: %w", err)
+	}
+	return &parkIO{cfg: cfg, client: cl}, nil
+}
+
+func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
+
+// errParkTopicBad: the park topic is there but unfit (partition count,
+// compaction): trying again does not help.
+var errParkTopicBad = errors.New("park topic unfit")
+
+// check verifies the park topic of source: it exists, has the source's
+// partition count (park partition p belongs with source partition p), and
+// is not compacted (every parked record of a session is needed).
+func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) error {
+	park := io.topic(source)
+	tds, err := adm.ListTopics(ctx, source, park)
+	if err != nil {
+		return fmt.Errorf("describe %s and %s: %w", source, park, err)
+	}
+	sd, pd := tds[source], tds[park]
+	switch {
+	case pd.Err != nil || pd.Topic == "":
+		return fmt.Errorf("park topic %s: missing (%v): create it with %d partitions, cleanup.policy=delete", park, pd.Err, len(sd.Partitions))
+	case sd.Err == nil && len(pd.Partitions) != len(sd.Partitions):
+		return fmt.Errorf("%w: park topic %s has %d partitions, %s has %d: they must be equal", errParkTopicBad, park, len(pd.Partitions), source, len(sd.Partitions))
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, park)
+	if err != nil {
+		return fmt.Errorf("describe the configs of %s: %w", park, err)
+	}
+	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+				return fmt.Errorf("%w: park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", errParkTopicBad, park, *c.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// write produces rec and waits for its acknowledgement, returning its park
+// offset; like deadLetters.write it writes a copy and returns when ctx ends.
+func (io *parkIO) write(ctx context.Context, rec *kgo.Record) (int64, error) {
+	r := *rec
+	type ack struct {
+		off int64
+		err error
+	}
+	done := make(chan ack, 1)
+	io.client.Produce(ctx, &r, func(r *kgo.Record, err error) { done <- ack{r.Offset, err} })
+	select {
+	case a := <-done:
+		return a.off, a.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// copyOf is the park copy of source record r of lane.
+func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, first, notBefore time.Time, reason string) *kgo.Record {
+	h := make([]kgo.RecordHeader, 0, len(r.Headers)+11)
+	h = append(h, r.Headers...)
+	h = append(h, io.meta(parkRecord, lane, epoch)...)
+	h = append(h,
+		kgo.RecordHeader{Key: HeaderParkTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: HeaderParkPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		kgo.RecordHeader{Key: HeaderParkOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
+		kgo.RecordHeader{Key: HeaderParkAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
+		kgo.RecordHeader{Key: HeaderParkFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
+		kgo.RecordHeader{Key: HeaderParkNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
+		kgo.RecordHeader{Key: HeaderParkReason, Value: []byte(clipUTF8(reason, maxErrorHeader))},
+	)
+	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
+}
+
+// marker is a done, hold or fence entry of park partition (topic, part).
+func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
+	h := io.meta(kind, lane, epoch)
+	if kind != parkFence {
+		h = append(h, kgo.RecordHeader{Key: HeaderParkThrough, Value: strconv.AppendInt(nil, through, 10)})
+	}
+	var key []byte
+	if kind != parkFence {
+		key = []byte(lane)
+	}
+	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: key, Headers: h}
+}
+
+func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: HeaderParkKind, Value: []byte(parkKindNames[kind])},
+		{Key: HeaderParkSession, Value: []byte(lane)},
+		{Key: HeaderParkEpoch, Value: strconv.AppendInt(nil, epoch, 10)},
+	}
+}
+
+// parseEntry reads a park partition's record: its entry and, for a parked
+// copy, the source record as the handler is to see it (source topic,
+// partition and offset; its own headers without lanes-park-*).
+func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
+	var e parkEntry
+	var kind, topic string
+	var part, off, through int64 = -1, -1, -1
+	e.epoch = -1
+	src := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		if !strings.HasPrefix(h.Key, "lanes-park-") {
+			src.Headers = append(src.Headers, h)
+			continue
+		}
+		v := string(h.Value)
+		switch h.Key {
+		case HeaderParkKind:
+			kind = v
+		case HeaderParkSession:
+			e.session = v
+		case HeaderParkEpoch:
+			e.epoch, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkThrough:
+			through, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkTopic:
+			topic = v
+		case HeaderParkPartition:
+			part, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkOffset:
+			off, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	switch kind {
+	case "record":
+		if topic == "" || part < 0 || off < 0 {
+			return e, nil, errors.New("parked copy without its source position")
+		}
+		e.kind, e.src = parkRecord, off
+		src.Topic, src.Partition, src.Offset = topic, int32(part), off
+		return e, src, nil
+	case "done", "hold":
+		if through < 0 {
+			return e, nil, fmt.Errorf("%s marker without %s", kind, HeaderParkThrough)
+		}
+		e.kind, e.src = parkDone, through
+		if kind == "hold" {
+			e.kind = parkHold
+		}
+		return e, nil, nil
+	case "fence":
+		e.kind = parkFence
+		return e, nil, nil
+	}
+	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", HeaderParkKind, kind)
+}
+
+// read returns the records of park partition (topic, part) from offset
+// from (-1: its start) up to, not including, offset to, in order.
+func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to int64) ([]*kgo.Record, error) {
+	if from >= to || to <= 0 {
+		return nil, nil
+	}
+	at := kgo.NewOffset().AtStart()
+	if from >= 0 {
+		at = kgo.NewOffset().At(from)
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(io.cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: at}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(io.cfg.FetchMaxWait),
+		kgo.WithLogger(newKgoLogger(io.cfg.Logger, "park-rebuild")),
+	}, io.cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start park reader: %w", err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s/%d from %d to %d: %w", topic, part, from, to, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return nil, fmt.Errorf("read %s/%d: %w", topic, part, ferr)
+		}
+		reached := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= to {
+				reached = true
+				return
+			}
+			out = append(out, r)
+		})
+		if reached || (len(out) > 0 && out[len(out)-1].Offset >= to-1) {
+			return out, nil
+		}
+	}
+}

@@ -1,0 +1,324 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/hashring"
+	"github.com/lanesdev/lanes/tracing"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// openPark starts the park client when parking is on.
+func (c *Consumer) openPark() error {
+	if !c.cfg.Park.Enabled {
+		return nil
+	}
+	var err error
+	c.park, err = openPark(&c.cfg)
+	return err
+}
+
+func (c *Consumer) closePark() {
+	if c.park != nil {
+		c.park.client.Close()
+	}
+}
+
+// enablePark gives newly assigned partitions their parked sets.
+func (c *Consumer) enablePark(parts []*partition) {
+	if c.park == nil {
+		return
+	}
+	for _, p := range parts {
+		p.enablePark(c.cfg.Park.rules())
+	}
+}
+
+// rebuildParks rebuilds the parked set of each newly assigned partition
+// (docs/parking.md): it writes this owner's fence marker to the park
+// partition, then replays the park partition from the committed park
+// position up to that marker. It runs in the assignment callback, before
+// any record of the partitions is polled, within twice CommitTimeout for
+// all of them; a failure that may pass (a park topic not yet known to the
+// broker answering, just after it was created; a write or read failing)
+// is tried again meanwhile. A partition whose rebuild fails starts nothing
+// (parkUnavailable) until it is assigned again.
+func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
+	if c.park == nil || len(parts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
+	defer cancel()
+	checked := map[string]bool{}
+	for _, p := range parts {
+		bo := backoff.NewExponentialBackOff()
+		bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, time.Second, 0
+		for {
+			var err error
+			if !checked[p.key.topic] {
+				err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic)
+				checked[p.key.topic] = err == nil
+			}
+			if err == nil {
+				err = c.rebuildPark(ctx, p)
+			}
+			if err == nil {
+				break
+			}
+			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
+				p.parkUnavailable(err)
+				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+					Str("park_topic", c.park.topic(p.key.topic)).
+					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) until it is assigned again; fix the park topic (same partition count as its source, cleanup.policy=delete)")
+				break
+			}
+		}
+	}
+}
+
+// sleepCtx waits d, or less when ctx ends first (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *Consumer) rebuildPark(ctx context.Context, p *partition) error {
+	p.mu.Lock()
+	from, epoch := p.pk.fromPos, p.pk.fromEpoch
+	p.mu.Unlock()
+	topic := c.park.topic(p.key.topic)
+	fence, err := c.park.write(ctx, c.park.marker(parkFence, p.key.topic, p.key.partition, "", -1, -1))
+	if err != nil {
+		return err
+	}
+	recs, err := c.park.read(ctx, topic, p.key.partition, from, fence)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set := p.pk.set
+	set.begin(max(from, 0), epoch)
+	ignored := 0
+	for _, r := range recs {
+		e, src, err := parseEntry(r)
+		if err != nil {
+			c.log().Warn().Err(err).Str("park_topic", topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
+				Msg("park: ignoring a record that is no lanes park entry")
+			continue
+		}
+		e.rec = src
+		if !set.replay(r.Offset, e, r.Timestamp) { // its write time: Stats show its true age, its head is due Delay after it
+			ignored++
+		}
+	}
+	set.replay(fence, parkEntry{kind: parkFence}, now)
+	p.tr.version++
+	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("park_from", from).
+		Int64("park_fence", fence).Int("entries", len(recs)).Int("ignored_late_writes", ignored).
+		Int("parked_sessions", len(set.sessions)).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
+	return nil
+}
+
+// forwardParked handles a started source record of a partition with
+// parking: one done before (done at once) or of a parked session (its
+// copy forwarded behind the session's others, not handled). It reports
+// false for a record to handle.
+func (c *Consumer) forwardParked(w *work) bool {
+	seen, parked := w.p.parkCheck(w.lane, w.rec.Offset)
+	switch {
+	case seen:
+		c.stats.skippedDone.Add(1)
+		w.p.finish(w.seq, true)
+	case parked:
+		now := time.Now()
+		w.p.finish(w.seq, c.parkOut(w, nil, 0, now, now, "forwarded: its session is parked"))
+	default:
+		return false
+	}
+	return true
+}
+
+// parkOut writes the park copy of w's record and, once acknowledged, adds
+// it to its partition's parked set. It reports false when the partition
+// was fenced first (the next owner reads the record again). A failing
+// write is retried for as long as the partition is ours: the record holds
+// the watermark meanwhile, as a failing dead-letter write does.
+//
+// It holds the record's claim, like a dead-letter write: a record the
+// stall skipper (SkipStalled) dead-lettered first is not parked too.
+func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.Time, reason string) bool {
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return false // skipped as stalled meanwhile
+	}
+	if cause != nil {
+		reason = cause.Error()
+	}
+	rec := c.park.copyOf(w.rec, w.lane, w.p.parkEpoch(), attempts, first, now.Add(c.cfg.Park.Delay), reason)
+	off, ok := c.parkWrite(w.p, rec)
+	if !ok {
+		return false
+	}
+	w.p.parked(w.lane, off, w.rec, time.Now())
+	if cause != nil {
+		l := c.recordLog(noSpan, w)
+		l.Warn().Int("attempts", attempts).Str("park_topic", rec.Topic).Int64("park_offset", off).AnErr("cause", cause).
+			Msg("park: record parked; its session's later records follow it to the park topic until it is retried successfully")
+	}
+	return true
+}
+
+// parkWrite writes rec until acknowledged, or until p is fenced (false).
+func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = c.cfg.Retry.InitialInterval, c.cfg.Retry.MaxInterval, 0
+	for {
+		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
+		off, err := c.park.write(ctx, rec)
+		cancel()
+		if err == nil {
+			return off, true
+		}
+		if p.isFenced() {
+			return 0, false
+		}
+		c.log().Error().Err(err).Str("park_topic", rec.Topic).Int32("partition", rec.Partition).
+			Msg("park: write failed; retrying, the record holds its partition meanwhile")
+		if !p.waitRetry(parkSeq, bo.NextBackOff()) {
+			return 0, false
+		}
+	}
+}
+
+// retryParked runs one retry of the parked head of w's session (w is a
+// retry queued by the park loop, in the session's lane): on success a
+// done marker; on failure a later retry, or, its budget spent, the DLQ and
+// a hold or done marker (ParkPolicy.OnExhausted).
+func (c *Consumer) retryParked(l *lane, w *work) {
+	p := w.p
+	if !p.startExtra() {
+		return // fenced: the parked set goes with the assignment
+	}
+	defer p.finishExtra()
+	h, ok := p.parkHead(w.lane)
+	if !ok || h.rec == nil {
+		p.parkAbandon(w.lane)
+		return
+	}
+	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: strings.Clone(c.sessionOf(h.rec)), lane: w.lane}
+	rw.msg = Message{Record: h.rec, SessionID: rw.session, EventID: eventid.FromRecord(h.rec), Group: c.cfg.Group,
+		Attempt: h.retries + 1}
+	span, err := c.call(l, rw, &rw.msg)
+	tracing.EndProcess(span, err)
+	now := time.Now()
+	switch {
+	case err == nil:
+		c.stats.processed.Add(1)
+		c.parkMark(p, parkDone, w.lane, h.srcOffset)
+	case p.isFenced():
+		p.parkAbandon(w.lane)
+	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
+		if c.parkDeadLetter(rw, err, ReasonPermanent) {
+			c.parkMark(p, parkDone, w.lane, h.srcOffset)
+		}
+	case !p.parkFailed(w.lane, now):
+		c.stats.retries.Add(1)
+	default:
+		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
+			return
+		}
+		kind := parkDone
+		if c.cfg.Park.OnExhausted == ParkHold {
+			kind = parkHold
+		}
+		c.parkMark(p, kind, w.lane, h.srcOffset)
+	}
+}
+
+// parkMark writes a done or hold marker of lane through source offset
+// through and, once acknowledged, applies it.
+func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through int64) {
+	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
+	if ok {
+		p.parkMarked(kind, lane, through, off, time.Now())
+	}
+}
+
+// parkDeadLetter writes a parked record whose budget is spent to the DLQ
+// until acknowledged (true) or its partition is fenced (false).
+func (c *Consumer) parkDeadLetter(w *work, cause error, reason Reason) bool {
+	rec := c.dlq.record(w.rec, cause.Error(), reason, w.msg.Attempt)
+	for {
+		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
+		err := c.dlq.write(ctx, rec)
+		cancel()
+		if err == nil {
+			c.stats.deadLettered(reason)
+			l := c.recordLog(noSpan, w)
+			l.Warn().Int("attempts", w.msg.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
+				Msg("park: parked record dead-lettered")
+			return true
+		}
+		if w.p.isFenced() || errors.Is(err, context.Canceled) {
+			return false
+		}
+		c.stats.dlqFailures.Add(1)
+		c.log().Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("park: dead-letter write failed; retrying")
+		if !w.p.waitRetry(parkSeq, c.cfg.Retry.MaxInterval) {
+			return false
+		}
+	}
+}
+
+// ReleaseParked lets a parked session held after its retry budget was
+// spent (ParkHold) be retried again at once: an operator's decision once
+// its dependency is back. session is the session ID (for records without
+// a session, see Config.SessionKey). It reports whether the session was
+// held on that partition of this member. The hold ends for good once a
+// retry succeeds (its done marker follows the hold marker); a retry that
+// spends the budget again holds the session again.
+func (c *Consumer) ReleaseParked(topic string, partition int32, session string) bool {
+	p := c.own.get(partKey{topic, partition})
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk != nil && p.pk.set.release(session, time.Now())
+}
+
+// parkLoop queues the retries of parked heads that are due, in their
+// sessions' lanes, until ctx ends.
+func (c *Consumer) parkLoop(ctx context.Context) {
+	tick := min(max(c.cfg.Park.Delay/4, 10*time.Millisecond), 250*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, p := range c.own.all() {
+			for _, lane := range p.parkDue(now) {
+				c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
+			}
+		}
+	}
+}

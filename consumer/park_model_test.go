@@ -1,0 +1,449 @@
+package consumer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The parked set's model-based test. A driver plays the lanes of one
+// source partition the way the consumer does (docs/parking.md): it
+// fetches records into per-session lane queues, handles them with random
+// failures (some sessions stuck for a while), parks records past the
+// threshold or at once (Park(err)), forwards the records of parked
+// sessions, retries parked heads when due, dead-letters them when their
+// budget is spent (hold, then an operator's release, or release), writes
+// done and hold markers, commits the source watermark, its completed
+// offsets and the park position as one snapshot, and crashes at random:
+// between a park write and its acknowledgement, between a retry and its
+// marker, at any step; a revoke is a commit and a hand-over to a new
+// owner that rebuilds the parked set from the park log. Every parkSet
+// decision is the real one.
+//
+// The reference is what a plain lanes partition promises: every session's
+// records are first handled (or dead-lettered) in source order; none is
+// lost; a record is handled again only if a crash came after its handling
+// and before that handling was durable (in a commit, or in a marker).
+
+type pmEntry = parkEntry
+
+type pmItem struct {
+	src   int64
+	retry bool
+}
+
+// pmMember is one owner's in-memory state: lost in a crash.
+type pmMember struct {
+	ps    *parkSet
+	done  map[int64]bool // source records done in this assignment
+	pos   int64          // next source offset to fetch
+	lanes map[string][]pmItem
+	fails map[int64]int // failed in-lane attempts per source record
+	// parkFails counts failed retries per parked record: never more than
+	// the budget, the last of them dead-letters it.
+	parkFails map[int64]int
+}
+
+type parkModel struct {
+	t    *testing.T
+	rng  *rand.Rand
+	hold bool
+
+	src     []string // session of each source offset
+	idx     []int    // position of each source offset in its session
+	park    []pmEntry
+	dlq     []int64
+	commit  struct{ wm, pp, epoch int64 } // epoch -1: none
+	cdone   map[int64]bool                // completed offsets above the committed watermark
+	events  map[int64]int                 // handled or dead-lettered, per source offset
+	handled map[string]int                // records of each session with a first event, in order
+	durable map[int64]bool
+	repeat  map[int64]bool // may be handled again (a crash before it was durable)
+	parkAt  map[int64]int64
+	stuck   map[string]bool
+	orphan  *pmEntry // a crashed member's copy still in flight: lands before the next write
+	now     time.Time
+	m       *pmMember
+	log     []string
+}
+
+const pmAfterAttempts = 3
+
+func newParkModel(t *testing.T, seed uint64) *parkModel {
+	rng := rand.New(rand.NewPCG(seed, 19))
+	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, events: map[int64]int{},
+		handled: map[string]int{}, durable: map[int64]bool{}, repeat: map[int64]bool{}, parkAt: map[int64]int64{},
+		stuck: map[string]bool{}, now: time.Unix(1e9, 0)}
+	pm.commit.epoch = -1
+	sessions := 2 + rng.IntN(6)
+	count := map[string]int{}
+	for range 20 + rng.IntN(60) {
+		s := fmt.Sprintf("s%d", rng.IntN(sessions))
+		pm.src = append(pm.src, s)
+		pm.idx = append(pm.idx, count[s])
+		count[s]++
+	}
+	pm.restart()
+	return pm
+}
+
+func (pm *parkModel) rules() parkRules {
+	return parkRules{delay: time.Second, maxDelay: 8 * time.Second, maxAttempts: 2 + pm.rng.IntN(3), hold: pm.hold}
+}
+
+// restart makes a new owner from the last commit: the parked set rebuilt
+// by reading the park log from the committed park position to its end.
+func (pm *parkModel) restart() {
+	m := &pmMember{ps: newParkSet(pm.rules()), done: map[int64]bool{}, pos: pm.commit.wm,
+		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: map[int64]int{}}
+	m.ps.begin(pm.commit.pp, pm.commit.epoch)
+	pm.m = m
+	pm.write(pmEntry{kind: parkFence}) // never crashes: see write
+	for i := pm.commit.pp; i < int64(len(pm.park)); i++ {
+		if !m.ps.replay(i, pm.park[i], pm.now) {
+			pm.step("rebuild ignores park[%d]: epoch %d < %d", i, pm.park[i].epoch, m.ps.epoch)
+		}
+	}
+}
+
+// crash loses the member's memory; what was not durable may run again.
+func (pm *parkModel) crash() {
+	pm.step("crash")
+	for i := len(pm.park) - 1; i >= 0 && pm.orphan == nil && pm.rng.IntN(3) == 0; i-- {
+		if e := pm.park[i]; e.kind == parkRecord {
+			pm.orphan = &e
+			break
+		}
+	}
+	for o, n := range pm.events {
+		if n > 0 && !pm.durable[int64(o)] {
+			pm.repeat[int64(o)] = true
+		}
+	}
+	pm.restart()
+}
+
+func (pm *parkModel) step(format string, args ...any) {
+	pm.log = append(pm.log, fmt.Sprintf(format, args...))
+}
+
+func (pm *parkModel) fail(format string, args ...any) {
+	pm.t.Helper()
+	tail := pm.log[max(0, len(pm.log)-40):]
+	pm.t.Fatalf("%s\nlast steps:\n  %s", fmt.Sprintf(format, args...), strings.Join(tail, "\n  "))
+}
+
+// event records that source record o was handled or dead-lettered and
+// checks it against the reference.
+func (pm *parkModel) event(o int64, what string) {
+	pm.step("%s %d (%s #%d)", what, o, pm.src[o], pm.idx[o])
+	s := pm.src[o]
+	if pm.events[o] > 0 {
+		if !pm.repeat[o] {
+			pm.fail("record %d (%s #%d) %s again with no crash since its handling was durable", o, s, pm.idx[o], what)
+		}
+	} else {
+		if pm.idx[o] != pm.handled[s] {
+			pm.fail("session %s: record #%d %s before #%d", s, pm.idx[o], what, pm.handled[s])
+		}
+		pm.handled[s]++
+	}
+	pm.events[o]++
+}
+
+// write appends e to the park log and returns its offset; false when the
+// member crashed before it saw the acknowledgement.
+func (pm *parkModel) write(e pmEntry) (int64, bool) {
+	e.epoch = pm.m.ps.epoch
+	if o := pm.orphan; o != nil && e.kind != parkFence && pm.rng.IntN(3) == 0 {
+		pm.orphan = nil
+		pm.park = append(pm.park, *o)
+		pm.parkAt[o.src] = int64(len(pm.park) - 1)
+		pm.step("park[%d] r %s %d (a crashed member's write, landing late)", len(pm.park)-1, o.session, o.src)
+	}
+	off := int64(len(pm.park))
+	pm.park = append(pm.park, e)
+	pm.step("park[%d] %c %s %d epoch %d", off, e.kind, e.session, e.src, e.epoch)
+	if e.kind == parkFence {
+		return off, true
+	}
+	if e.kind == parkRecord {
+		pm.parkAt[e.src] = off // the last copy: the rebuild reads it until the park position passes it
+	}
+	if pm.rng.IntN(25) == 0 {
+		pm.crash()
+		return off, false
+	}
+	if e.kind != parkRecord { // a marker makes the session's events through it durable
+		for o := range pm.src {
+			if pm.src[o] == e.session && int64(o) <= e.src && pm.events[int64(o)] > 0 {
+				pm.durable[int64(o)] = true
+			}
+		}
+	}
+	return off, true
+}
+
+// failing says whether an attempt of s fails now.
+func (pm *parkModel) failing(s string) bool {
+	if pm.stuck[s] {
+		return pm.rng.IntN(10) < 9
+	}
+	return pm.rng.IntN(20) == 0
+}
+
+func (pm *parkModel) fetch() {
+	m := pm.m
+	if m.pos >= int64(len(pm.src)) {
+		return
+	}
+	o := m.pos
+	m.pos++
+	if pm.cdone[o] {
+		m.done[o] = true
+		return
+	}
+	s := pm.src[o]
+	m.lanes[s] = append(m.lanes[s], pmItem{src: o})
+}
+
+// laneStep runs the head of s's lane one step, as the consumer's lane does.
+func (pm *parkModel) laneStep(s string) {
+	m := pm.m
+	it := m.lanes[s][0]
+	pop := func() { m.lanes[s] = m.lanes[s][1:] }
+	if it.retry {
+		pm.retry(s)
+		if pm.m == m {
+			pop()
+		}
+		return
+	}
+	o := it.src
+	switch {
+	case m.ps.seen(s, o):
+		pm.step("seen %d", o)
+		m.done[o] = true
+		pop()
+	case m.ps.isParked(s):
+		if pm.parkRecord(s, o) {
+			pop()
+		}
+	case pm.failing(s):
+		m.fails[o]++
+		if m.fails[o] >= pmAfterAttempts || pm.rng.IntN(30) == 0 { // past the threshold, or Park(err)
+			if pm.parkRecord(s, o) {
+				pop()
+			}
+		}
+	default:
+		pm.event(o, "handled")
+		m.done[o] = true
+		pop()
+	}
+}
+
+// parkRecord writes the copy of o and, once acknowledged, adds it and
+// marks the source record done, in one step. False after a crash.
+func (pm *parkModel) parkRecord(s string, o int64) bool {
+	if pm.rng.IntN(15) == 0 { // a write that timed out here and landed anyway: a second copy follows
+		pm.park = append(pm.park, pmEntry{kind: parkRecord, session: s, src: o})
+		pm.step("park[%d] r %s %d (timed out, landed)", len(pm.park)-1, s, o)
+	}
+	off, ok := pm.write(pmEntry{kind: parkRecord, session: s, src: o})
+	if !ok {
+		return false
+	}
+	pm.m.ps.add(s, off, o, nil, pm.now)
+	pm.m.done[o] = true
+	return true
+}
+
+// retry runs a retry of s's parked head.
+func (pm *parkModel) retry(s string) {
+	m := pm.m
+	h, ok := m.ps.head(s)
+	if !ok {
+		m.ps.retryAbandoned(s)
+		return
+	}
+	if !pm.failing(s) {
+		pm.event(h.srcOffset, "handled from park")
+		if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
+			m.ps.done(s, h.srcOffset, off, pm.now)
+		}
+		return
+	}
+	m.parkFails[h.srcOffset]++
+	spent := m.parkFails[h.srcOffset] >= m.ps.rules.maxAttempts
+	if dead := m.ps.failed(s, pm.now); dead != spent {
+		pm.fail("record %d: failed retry %d of %d: dead-letter %v", h.srcOffset, m.parkFails[h.srcOffset], m.ps.rules.maxAttempts, dead)
+	}
+	if !spent {
+		return
+	}
+	pm.dlq = append(pm.dlq, h.srcOffset)
+	pm.event(h.srcOffset, "dead-lettered")
+	if pm.rng.IntN(25) == 0 {
+		pm.crash() // after the DLQ write, before its marker
+		return
+	}
+	if m.ps.rules.hold {
+		if off, ok := pm.write(pmEntry{kind: parkHold, session: s, src: h.srcOffset}); ok {
+			m.ps.held(s, h.srcOffset, off)
+		}
+		return
+	}
+	if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
+		m.ps.done(s, h.srcOffset, off, pm.now)
+	}
+}
+
+// tick moves time on and queues the retries that are due.
+func (pm *parkModel) tick() {
+	pm.now = pm.now.Add(time.Duration(pm.rng.IntN(3000)) * time.Millisecond)
+	due := pm.m.ps.due(pm.now)
+	slicesSort(due)
+	for _, s := range due {
+		pm.step("due %s", s)
+		pm.m.lanes[s] = append(pm.m.lanes[s], pmItem{retry: true})
+	}
+}
+
+// commitNow commits the watermark, the completed offsets above it and the
+// park position: one snapshot.
+func (pm *parkModel) commitNow() {
+	m := pm.m
+	wm := pm.commit.wm
+	for wm < m.pos && m.done[wm] {
+		wm++
+	}
+	pm.commit.wm, pm.commit.pp, pm.commit.epoch = wm, m.ps.position(), m.ps.epoch
+	cdone := map[int64]bool{}
+	for o := wm; o < int64(len(pm.src)); o++ {
+		if m.done[o] || (o >= m.pos && pm.cdone[o]) { // not yet fetched: still completed
+			cdone[o] = true
+		}
+	}
+	pm.cdone = cdone
+	pm.step("commit wm %d pp %d", wm, pm.commit.pp)
+	for o := range pm.src {
+		o := int64(o)
+		if pm.events[o] == 0 {
+			continue
+		}
+		last, parked := pm.parkAt[o]
+		if (o < wm || pm.cdone[o]) && (!parked || last < pm.commit.pp) {
+			pm.durable[o] = true
+		}
+	}
+	m.ps.forgetBelow(wm)
+}
+
+func (pm *parkModel) randomStep() {
+	m := pm.m
+	switch r := pm.rng.IntN(100); {
+	case r < 30:
+		pm.fetch()
+	case r < 70:
+		var busy []string
+		for s, q := range m.lanes {
+			if len(q) > 0 {
+				busy = append(busy, s)
+			}
+		}
+		if len(busy) > 0 {
+			slicesSort(busy)
+			pm.laneStep(busy[pm.rng.IntN(len(busy))])
+		}
+	case r < 82:
+		pm.tick()
+	case r < 90:
+		pm.commitNow()
+	case r < 93:
+		s := pm.src[pm.rng.IntN(len(pm.src))]
+		pm.stuck[s] = !pm.stuck[s]
+	case r < 95:
+		pm.crash()
+	case r < 98:
+		pm.step("revoke")
+		pm.commitNow()
+		pm.restart() // a clean hand-over: the next owner starts from this commit
+	default:
+		var held []string
+		for s := range m.ps.sessions {
+			held = append(held, s)
+		}
+		slicesSort(held)
+		for _, s := range held {
+			if m.ps.release(s, pm.now) {
+				pm.step("operator releases %s", s)
+			}
+		}
+	}
+}
+
+// finish stops the failures and runs to quiescence: every record fetched,
+// every lane empty, no session parked (held ones released by an operator).
+func (pm *parkModel) finish() {
+	clear(pm.stuck)
+	for range 100000 {
+		m := pm.m
+		if m.pos < int64(len(pm.src)) {
+			pm.fetch()
+			continue
+		}
+		var busy []string
+		for s, q := range m.lanes {
+			if len(q) > 0 {
+				busy = append(busy, s)
+			}
+		}
+		if len(busy) > 0 {
+			slicesSort(busy)
+			pm.laneStep(busy[0])
+			continue
+		}
+		if len(m.ps.sessions) == 0 {
+			return
+		}
+		for s := range m.ps.sessions {
+			m.ps.release(s, pm.now)
+		}
+		pm.now = pm.now.Add(10 * time.Second)
+		pm.tick()
+	}
+	pm.fail("no quiescence: %d sessions still parked", len(pm.m.ps.sessions))
+}
+
+func slicesSort(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func TestParkModel(t *testing.T) {
+	seeds := 500
+	if testing.Short() {
+		seeds = 100
+	}
+	for seed := range uint64(seeds) {
+		pm := newParkModel(t, seed)
+		for range 600 {
+			pm.randomStep()
+		}
+		pm.finish()
+		for o := range pm.src {
+			if pm.events[int64(o)] == 0 {
+				pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
+			}
+		}
+		if pm.m.ps.records != 0 || len(pm.m.ps.sessions) != 0 {
+			pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, len(pm.m.ps.sessions))
+		}
+	}
+}

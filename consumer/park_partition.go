@@ -1,0 +1,214 @@
+package consumer
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// parkSeq is the sequence number of a parked record's retry: it is no
+// record of the source partition's tracker.
+const parkSeq = ^uint64(0)
+
+// partPark is a partition's parking state: its parked set, and the park
+// position and epoch its group commit held when it was assigned.
+type partPark struct {
+	set         *parkSet
+	fromPos     int64 // committed park position; -1 none
+	fromEpoch   int64 // committed epoch; -1 none
+	unavailable error // the rebuild failed: nothing of the partition starts
+}
+
+// Commit metadata: lanes' completed offsets (metadata.go), then the park
+// section: ";park1:<position>,<epoch>".
+const parkMetaSep = ";park1:"
+
+// parkMetaRoom is what the park section may take of the commit metadata.
+func parkMetaRoom(pk *partPark) int {
+	if pk == nil {
+		return 0
+	}
+	return len(parkMetaSep) + 2*20 + 1
+}
+
+// splitParkMeta separates the park section from commit metadata.
+func splitParkMeta(meta string) (rest string, pos, epoch int64, ok bool) {
+	rest, park, found := strings.Cut(meta, parkMetaSep)
+	if !found {
+		return meta, -1, -1, false
+	}
+	a, b, found := strings.Cut(park, ",")
+	pos, err1 := strconv.ParseInt(a, 10, 64)
+	epoch, err2 := strconv.ParseInt(b, 10, 64)
+	if !found || err1 != nil || err2 != nil || pos < 0 {
+		return rest, -1, -1, false
+	}
+	return rest, pos, epoch, true
+}
+
+// enablePark gives p its parked set; called at assignment.
+func (p *partition) enablePark(r parkRules) {
+	p.mu.Lock()
+	p.pk = &partPark{set: newParkSet(r), fromPos: -1, fromEpoch: -1}
+	p.mu.Unlock()
+}
+
+// parkCommitted records the park section of the group's commit metadata.
+func (p *partition) parkCommitted(meta string) {
+	if _, pos, epoch, ok := splitParkMeta(meta); ok {
+		p.mu.Lock()
+		p.pk.fromPos, p.pk.fromEpoch = pos, epoch
+		p.mu.Unlock()
+	}
+}
+
+// parkMetaLocked appends the park section to meta, for a commit at
+// watermark wm. p.mu held.
+func (p *partition) parkMetaLocked(meta string, wm int64) string {
+	if p.pk == nil || p.pk.unavailable != nil {
+		return meta
+	}
+	p.pk.set.forgetBelow(wm)
+	return meta + parkMetaSep + strconv.FormatInt(p.pk.set.position(), 10) + "," + strconv.FormatInt(p.pk.set.epoch, 10)
+}
+
+// parkCheck tells what a source record of lane at offset off is: done
+// before (seen: done at once), or of a parked session (forwarded).
+func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk.set.seen(lane, off), p.pk.set.isParked(lane)
+}
+
+// parked records a park copy acknowledged at parkOff: its session parked
+// (or its list longer). The caller then finishes the source record.
+func (p *partition) parked(lane string, parkOff int64, rec *kgo.Record, now time.Time) {
+	lane = strings.Clone(lane) // it may point into a fetch buffer
+	p.mu.Lock()
+	p.pk.set.add(lane, parkOff, rec.Offset, rec, now)
+	p.tr.version++ // the park position may have moved: due for a commit
+	p.mu.Unlock()
+}
+
+func (p *partition) parkDue(now time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pk == nil || p.fenced {
+		return nil
+	}
+	return p.pk.set.due(now)
+}
+
+func (p *partition) parkHead(lane string) (parkedRecord, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk.set.head(lane)
+}
+
+func (p *partition) parkAbandon(lane string) {
+	p.mu.Lock()
+	p.pk.set.retryAbandoned(lane)
+	p.mu.Unlock()
+}
+
+func (p *partition) parkFailed(lane string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk.set.failed(lane, now)
+}
+
+// parkMarked applies a done or hold marker acknowledged at parkOff.
+func (p *partition) parkMarked(kind parkKind, lane string, through, parkOff int64, now time.Time) {
+	p.mu.Lock()
+	if kind == parkHold {
+		p.pk.set.held(lane, through, parkOff)
+	} else {
+		p.pk.set.done(lane, through, parkOff, now)
+	}
+	p.tr.version++
+	p.mu.Unlock()
+}
+
+// parkEpoch is the epoch this owner writes its entries under.
+func (p *partition) parkEpoch() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk.set.epoch
+}
+
+// startExtra counts a parked record's retry as running work of the
+// partition (a revoke's drain waits for it); false when fenced.
+func (p *partition) startExtra() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fenced {
+		return false
+	}
+	p.running++
+	return true
+}
+
+func (p *partition) finishExtra() {
+	p.mu.Lock()
+	p.running--
+	if p.fenced && p.running == 0 {
+		close(p.drained)
+	}
+	p.mu.Unlock()
+}
+
+// parkUnavailable fences p after a failed rebuild: without its parked set
+// no record of it may start (one of a parked session would run out of
+// order). The next assignment tries again.
+func (p *partition) parkUnavailable(err error) {
+	p.mu.Lock()
+	p.pk.unavailable = err
+	p.mu.Unlock()
+	p.stopStarting()
+}
+
+// ParkStats describes the parked sessions of one partition.
+type ParkStats struct {
+	// Sessions parked, and of them Held (retry budget spent, ParkHold).
+	Sessions int `json:"sessions"`
+	Held     int `json:"held"`
+	// Records parked, not yet done.
+	Records int `json:"records"`
+	// Oldest is the age of the oldest parked record.
+	Oldest time.Duration `json:"oldest"`
+	// Error is why the parked set could not be rebuilt (the partition then
+	// starts nothing); "" normally.
+	Error string `json:"error"`
+}
+
+// parkStatsLocked fills ps.Park. p.mu held.
+func (p *partition) parkStatsLocked(ps *PartitionStats, now time.Time) {
+	if p.pk == nil {
+		return
+	}
+	c := p.pk.set.counts(now)
+	ps.Park = ParkStats{Sessions: c.sessions, Held: c.held, Records: c.records, Oldest: c.oldest}
+	if p.pk.unavailable != nil {
+		ps.Park.Error = p.pk.unavailable.Error()
+	}
+}
+
+// parkReasons are Health's reasons about parking: partitions whose parked
+// set could not be rebuilt, and those whose oldest parked record is older
+// than age.
+func parkReasons(parts []PartitionStats, age time.Duration) []string {
+	var out []string
+	for _, ps := range parts {
+		switch {
+		case ps.Park.Error != "":
+			out = append(out, fmt.Sprintf("%s/%d parked sessions unavailable, partition held: %s", ps.Topic, ps.Partition, ps.Park.Error))
+		case ps.Park.Records > 0 && ps.Park.Oldest > age:
+			out = append(out, fmt.Sprintf("%s/%d oldest parked record is %v old (over %v): %d records of %d sessions parked, %d held",
+				ps.Topic, ps.Partition, ps.Park.Oldest.Round(time.Second), age, ps.Park.Records, ps.Park.Sessions, ps.Park.Held))
+		}
+	}
+	return out
+}
