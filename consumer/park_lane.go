@@ -220,7 +220,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 		return
 	}
-	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: strings.Clone(c.sessionOf(h.rec)), lane: w.lane}
+	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: c.parkedSessionOf(h.rec), lane: w.lane}
 	rw.msg = Message{Record: h.rec, SessionID: rw.session, EventID: eventid.FromRecord(h.rec), Group: c.cfg.Group,
 		Attempt: h.retries + 1}
 	span, err := c.call(l, rw, &rw.msg)
@@ -248,6 +248,16 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
 	}
+}
+
+// parkedSessionOf is the session of a parked record about to be retried,
+// computed as admit does: SessionKey one call at a time (Consumer.userMu).
+func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
+	if c.cfg.SessionKey != nil {
+		c.userMu.Lock()
+		defer c.userMu.Unlock()
+	}
+	return strings.Clone(c.sessionOf(r))
 }
 
 // parkMark writes a done or hold marker of lane through source offset
