@@ -174,7 +174,7 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if !ok {
 		return false
 	}
-	w.p.parked(w.lane, off, w.rec, time.Now())
+	w.p.parked(w.seq, w.lane, off, w.rec, time.Now())
 	if cause != nil {
 		l := c.recordLog(noSpan, w)
 		l.Warn().Int("attempts", attempts).Str("park_topic", rec.Topic).Int64("park_offset", off).AnErr("cause", cause).

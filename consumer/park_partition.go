@@ -84,13 +84,17 @@ func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 }
 
 // parked records a park copy acknowledged at parkOff: its session parked
-// (or its list longer). The caller then finishes the source record.
-func (p *partition) parked(lane string, parkOff int64, rec *kgo.Record, now time.Time) {
+// (or its list longer), and its source record seq done in the same step,
+// under the record's claim (the stall skipper, finding it done, writes no
+// dead-letter copy of it). The caller then finishes the source record.
+func (p *partition) parked(seq uint64, lane string, parkOff int64, rec *kgo.Record, now time.Time) {
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
 	p.pk.set.add(lane, parkOff, rec.Offset, rec, now)
+	p.tr.done(seq)
+	p.forgetDLQLocked()
 	p.tr.version++ // the park position may have moved: due for a commit
-	p.mu.Unlock()
+	p.unlock(p.settleLocked())
 }
 
 func (p *partition) parkDue(now time.Time) []string {
