@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -84,8 +85,8 @@ func decodeLine(p []byte) (string, []slog.Attr, error) {
 	return msg, attrs, nil
 }
 
-// plainValue turns a json.Number into an int64, or a float64 when it is
-// not an integer.
+// plainValue turns a json.Number into an int64, a uint64 above MaxInt64,
+// or a float64 when it is not an integer.
 func plainValue(v any) any {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -93,6 +94,9 @@ func plainValue(v any) any {
 	}
 	if i, err := n.Int64(); err == nil {
 		return i
+	}
+	if u, err := strconv.ParseUint(n.String(), 10, 64); err == nil {
+		return u // a uint64 above MaxInt64: exact, not rounded through float64
 	}
 	f, _ := n.Float64()
 	return f
