@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,4 +81,58 @@ func TestParkOutDoneUnderClaim(t *testing.T) {
 		t.Fatal("record parked but not done when its claim was released: the stall skipper would dead-letter it too")
 	}
 	p.finish(seq, true)
+}
+
+// TestParkRetriesWaitForOpenBreaker: parking and the breaker combine
+// (docs/parking.md): the breaker holds every lane while most attempts
+// fail, and a failure while it is open is excused. A parked head's retry
+// asks no breaker: during an outage that opened it, a parked session
+// spends its whole park budget and its head is dead-lettered
+// (park-exhausted), while every record in the source partitions waits.
+func TestParkRetriesWaitForOpenBreaker(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	others := sessionNames(12)
+	var outage, parkedOnce atomic.Bool
+	outage.Store(true)
+	all := append([]string{stuck}, others...)
+	rec := newRecorder(len(all)*2, func(ctx context.Context, m *Message) error {
+		s, seq := parseValue(m.Record.Value)
+		if s == stuck && seq == 0 && parkedOnce.CompareAndSwap(false, true) {
+			return Park(errors.New("its own dependency is down"))
+		}
+		if outage.Load() {
+			return errors.New("shared dependency down")
+		}
+		return nil
+	})
+	cfg := e.config("g-park-breaker", "chats")
+	cfg.Retry.Forever = true
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 2,
+		AfterAttempts: 1000, After: time.Hour, OnExhausted: ParkRelease}
+	cfg.Breaker = BreakerPolicy{Enabled: true, MinCalls: 4, ProbeInterval: 100 * time.Millisecond}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	produceSeqs(t, e, "chats", stuck, 0, 2)
+	eventually(t, "the stuck session parked", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Records == 2
+	})
+	produceAll(t, e, others, 0, 2) // they fail: the breaker opens
+	eventually(t, "the breaker open for 40 probes", func() bool { return c.Stats().Breaker.Probes >= 40 })
+	outage.Store(false)
+	eventually(t, "every message done, nothing parked", func() bool {
+		st := c.Stats()
+		return st.Processed+st.DeadLettered >= int64(len(all)*2) && len(st.Partitions) == 1 && st.Partitions[0].Park.Sessions == 0
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Stats().DeadLetteredByReason[ReasonParkExhausted]; n != 0 {
+		t.Fatalf("%d parked records dead-lettered (park-exhausted) while the breaker was open: their retries ran and failed as if the breaker were closed", n)
+	}
+	checkOrder(t, rec, []string{"chats"}, all, 2)
 }
