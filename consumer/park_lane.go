@@ -223,7 +223,16 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: c.parkedSessionOf(h.rec), lane: w.lane}
 	rw.msg = Message{Record: h.rec, SessionID: rw.session, EventID: eventid.FromRecord(h.rec), Group: c.cfg.Group,
 		Attempt: h.retries + 1}
+	// The breaker holds a parked retry as any attempt: during an outage
+	// that opened it, a parked head waits (or probes) instead of spending
+	// its park budget, and a failure while it is open is excused.
+	probe, _, ok := c.breakerWait(rw)
+	if !ok {
+		p.parkAbandon(w.lane)
+		return
+	}
 	span, err := c.call(l, rw, &rw.msg)
+	excused := c.brk != nil && c.breakerReport(p, probe, err)
 	tracing.EndProcess(span, err)
 	now := time.Now()
 	switch {
@@ -231,6 +240,9 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.stats.processed.Add(1)
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
 	case p.isFenced():
+		p.parkAbandon(w.lane)
+	case excused: // not counted against the park budget: due again, to wait for the breaker
+		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
 		if c.parkDeadLetter(rw, err, ReasonPermanent) {
