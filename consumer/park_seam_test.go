@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -135,4 +136,38 @@ func TestParkRetriesWaitForOpenBreaker(t *testing.T) {
 		t.Fatalf("%d parked records dead-lettered (park-exhausted) while the breaker was open: their retries ran and failed as if the breaker were closed", n)
 	}
 	checkOrder(t, rec, []string{"chats"}, all, 2)
+}
+
+// TestParkUnavailableRecovers: a partition whose parked set could not be
+// rebuilt (here: the park topic created only after the consumer started)
+// is held "until it is assigned again". Under cooperative-sticky (and
+// KIP-848) a member keeps its partitions across rebalances, and with one
+// member there is no rebalance at all: the partition is held for the life
+// of the process although the park topic is now fine. It must recover
+// once the cause is gone (a later rebuild), not only on a new assignment.
+func TestParkUnavailableRecovers(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	sessions := sessionNames(3)
+	e.produce("chats", sessions, 2)
+	rec := newRecorder(len(sessions)*2, nil)
+	cfg := e.config("g-park-late-topic", "chats")
+	cfg.Park.Enabled = true
+	cfg.CommitTimeout = 500 * time.Millisecond // the missing topic is looked for 1s
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "partition held", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Error != ""
+	})
+	if _, err := kadm.NewClient(e.client()).CreateTopic(context.Background(), 1, 1, nil, "chats.park"); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t) // times out: the partition stays held
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, sessions, 2)
 }
