@@ -32,3 +32,15 @@ func TestFromSlogLevelVar(t *testing.T) {
 		t.Fatalf("debug line dropped after the handler's LevelVar was lowered: %q", buf.String())
 	}
 }
+
+// TestFromSlogMalformed: a line that is not valid JSON (a RawJSON field
+// holding bad JSON) still reaches the handler, as its raw text, instead
+// of being dropped with a note on stderr.
+func TestFromSlogMalformed(t *testing.T) {
+	var buf bytes.Buffer
+	l := FromSlog(slog.New(slog.NewTextHandler(&buf, nil)))
+	l.Warn().RawJSON("payload", []byte("{not json")).Msg("partition held")
+	if !strings.Contains(buf.String(), "partition held") || !strings.Contains(buf.String(), "level=WARN") {
+		t.Fatalf("malformed line lost: %q", buf.String())
+	}
+}
