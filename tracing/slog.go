@@ -53,7 +53,10 @@ func (w slogWriter) WriteLevel(zl zerolog.Level, p []byte) (int, error) {
 	}
 	msg, attrs, err := decodeLine(p)
 	if err != nil {
-		return 0, fmt.Errorf("tracing: zerolog line to slog: %w", err)
+		// Not valid JSON (a RawJSON field holding bad JSON): the line
+		// still goes out, whole, as the message, saying why.
+		msg = string(bytes.TrimSpace(p))
+		attrs = []slog.Attr{slog.String("log_decode_error", err.Error())}
 	}
 	r := slog.NewRecord(time.Now(), lv, msg, 0)
 	r.AddAttrs(attrs...)
