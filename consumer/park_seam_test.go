@@ -171,3 +171,29 @@ func TestParkUnavailableRecovers(t *testing.T) {
 	}
 	checkOrder(t, rec, []string{"chats"}, sessions, 2)
 }
+
+// TestParkRebuiltRecordKeepsSource: a parked record retried after a
+// restart is rebuilt from its park copy; the handler must see it as it saw
+// it before the restart (a parked head handled but not marked done runs
+// again, and a handler or dedup.PositionKey keyed on the record's
+// timestamp, leader epoch or producer must recognise it). The copy carries
+// none of them: the rebuilt record has the copy's write time as its
+// timestamp and no producer ID or leader epoch.
+func TestParkRebuiltRecordKeepsSource(t *testing.T) {
+	io := &parkIO{cfg: &Config{Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}}}
+	src := &kgo.Record{Topic: "chats", Partition: 2, Offset: 41, Key: []byte("s"), Value: []byte("v"),
+		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), LeaderEpoch: 7, ProducerID: 9001, ProducerEpoch: 3}
+	now := time.Now()
+	cp := io.copyOf(src, "s", 5, 1, now, now, "down")
+	cp.Offset, cp.Timestamp = 12, now // as the broker stores it: the copy's own write time
+	_, got, err := parseEntry(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Timestamp.Equal(src.Timestamp) || got.LeaderEpoch != src.LeaderEpoch || got.ProducerID != src.ProducerID ||
+		got.ProducerEpoch != src.ProducerEpoch {
+		t.Fatalf("rebuilt record: timestamp %v, leader epoch %d, producer %d.%d; the source had %v, %d, %d.%d",
+			got.Timestamp, got.LeaderEpoch, got.ProducerID, got.ProducerEpoch,
+			src.Timestamp, src.LeaderEpoch, src.ProducerID, src.ProducerEpoch)
+	}
+}
