@@ -48,7 +48,7 @@ func (c *Consumer) enablePark(parts []*partition) {
 // all of them; a failure that may pass (a park topic not yet known to the
 // broker answering, just after it was created; a write or read failing)
 // is tried again meanwhile. A partition whose rebuild fails starts nothing
-// (parkUnavailable) until it is assigned again.
+// (parkUnavailable) until the park loop's retry succeeds (retryRebuild).
 func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
 	if c.park == nil || len(parts) == 0 {
 		return
@@ -72,10 +72,10 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 				break
 			}
 			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
-				p.parkUnavailable(err)
+				p.parkUnavailable(err, time.Now())
 				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 					Str("park_topic", c.park.topic(p.key.topic)).
-					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) until it is assigned again; fix the park topic (same partition count as its source, cleanup.policy=delete)")
+					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) and the rebuild is tried again, at most every 30 s; fix the park topic (same partition count as its source, cleanup.policy=delete)")
 				break
 			}
 		}
@@ -338,9 +338,33 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, p := range c.own.all() {
+			if p.parkRebuildDue(now) {
+				c.retryRebuild(ctx, p)
+			}
 			for _, lane := range p.parkDue(now) {
 				c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
 			}
 		}
 	}
+}
+
+// retryRebuild tries again the rebuild of a partition held since its
+// assignment's failed (the park topic created late, say), within twice
+// CommitTimeout; on success the partition's stash goes to its lanes.
+func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
+	defer cancel()
+	err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
+	if err == nil {
+		err = c.rebuildPark(ctx, p)
+	}
+	if err != nil {
+		p.parkUnavailable(err, time.Now())
+		c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+			Msg("park: rebuilding the parked sessions failed again; the partition stays held")
+		return
+	}
+	p.parkAvailable()
+	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).
+		Msg("park: parked sessions rebuilt; the partition is handled again")
 }
