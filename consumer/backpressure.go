@@ -54,9 +54,9 @@ func (p *partition) settleFetchLocked() bool {
 	return flipped
 }
 
-// hold keeps a fetch's records out of the lanes when p is full or has a
-// stash (they join it), or when p is fenced (they are dropped: its next
-// owner reads them). It reports false when the records are to be admitted
+// hold keeps a fetch's records out of the lanes when p is full, has a
+// stash, or waits for its parked set (they join the stash), or when p is
+// fenced (they are dropped: its next owner reads them). It reports false when the records are to be admitted
 // now. p.admitMu held.
 func (p *partition) hold(recs []*kgo.Record, hwm int64) bool {
 	p.mu.Lock()
@@ -64,7 +64,7 @@ func (p *partition) hold(recs []*kgo.Record, hwm int64) bool {
 		p.mu.Unlock()
 		return true
 	}
-	if !p.full && len(p.stash) == 0 {
+	if !p.full && len(p.stash) == 0 && !p.parkHeldLocked() {
 		p.mu.Unlock()
 		return false
 	}
@@ -78,7 +78,7 @@ func (p *partition) hold(recs []*kgo.Record, hwm int64) bool {
 // end offset last fetched; none while p is full or fenced. p.admitMu held.
 func (p *partition) unstash(n int) ([]*kgo.Record, int64) {
 	p.mu.Lock()
-	if p.full || p.fenced || len(p.stash) == 0 {
+	if p.full || p.fenced || len(p.stash) == 0 || p.parkHeldLocked() {
 		p.mu.Unlock()
 		return nil, 0
 	}

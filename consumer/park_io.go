@@ -26,6 +26,7 @@ const (
 	HeaderParkFirstFailure = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
 	HeaderParkNotBefore    = "lanes-park-not-before"    // RFC 3339, its first retry
 	HeaderParkReason       = "lanes-park-reason"        // why it was parked
+	HeaderParkSource       = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
 )
 
 var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence"}
@@ -119,6 +120,8 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 		kgo.RecordHeader{Key: HeaderParkFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
 		kgo.RecordHeader{Key: HeaderParkNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
 		kgo.RecordHeader{Key: HeaderParkReason, Value: []byte(clipUTF8(reason, maxErrorHeader))},
+		kgo.RecordHeader{Key: HeaderParkSource, Value: []byte(fmt.Sprintf("%d %d %d %d",
+			r.Timestamp.UnixNano(), r.LeaderEpoch, r.ProducerID, r.ProducerEpoch))},
 	)
 	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
 }
@@ -174,6 +177,11 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 			part, _ = strconv.ParseInt(v, 10, 64)
 		case HeaderParkOffset:
 			off, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkSource: // the source record as the handler saw it before the copy (absent in older copies)
+			var ns int64
+			if _, err := fmt.Sscanf(v, "%d %d %d %d", &ns, &src.LeaderEpoch, &src.ProducerID, &src.ProducerEpoch); err == nil {
+				src.Timestamp = time.Unix(0, ns)
+			}
 		}
 	}
 	switch kind {

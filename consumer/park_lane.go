@@ -48,7 +48,7 @@ func (c *Consumer) enablePark(parts []*partition) {
 // all of them; a failure that may pass (a park topic not yet known to the
 // broker answering, just after it was created; a write or read failing)
 // is tried again meanwhile. A partition whose rebuild fails starts nothing
-// (parkUnavailable) until it is assigned again.
+// (parkUnavailable) until the park loop's retry succeeds (retryRebuild).
 func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
 	if c.park == nil || len(parts) == 0 {
 		return
@@ -72,10 +72,10 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 				break
 			}
 			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
-				p.parkUnavailable(err)
+				p.parkUnavailable(err, time.Now())
 				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 					Str("park_topic", c.park.topic(p.key.topic)).
-					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) until it is assigned again; fix the park topic (same partition count as its source, cleanup.policy=delete)")
+					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) and the rebuild is tried again, at most every 30 s; fix the park topic (same partition count as its source, cleanup.policy=delete)")
 				break
 			}
 		}
@@ -174,7 +174,7 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if !ok {
 		return false
 	}
-	w.p.parked(w.lane, off, w.rec, time.Now())
+	w.p.parked(w.seq, w.lane, off, w.rec, time.Now())
 	if cause != nil {
 		l := c.recordLog(noSpan, w)
 		l.Warn().Int("attempts", attempts).Str("park_topic", rec.Topic).Int64("park_offset", off).AnErr("cause", cause).
@@ -220,10 +220,19 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 		return
 	}
-	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: strings.Clone(c.sessionOf(h.rec)), lane: w.lane}
+	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: c.parkedSessionOf(h.rec), lane: w.lane}
 	rw.msg = Message{Record: h.rec, SessionID: rw.session, EventID: eventid.FromRecord(h.rec), Group: c.cfg.Group,
 		Attempt: h.retries + 1}
+	// The breaker holds a parked retry as any attempt: during an outage
+	// that opened it, a parked head waits (or probes) instead of spending
+	// its park budget, and a failure while it is open is excused.
+	probe, _, ok := c.breakerWait(rw)
+	if !ok {
+		p.parkAbandon(w.lane)
+		return
+	}
 	span, err := c.call(l, rw, &rw.msg)
+	excused := c.brk != nil && c.breakerReport(p, probe, err)
 	tracing.EndProcess(span, err)
 	now := time.Now()
 	switch {
@@ -231,6 +240,9 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.stats.processed.Add(1)
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
 	case p.isFenced():
+		p.parkAbandon(w.lane)
+	case excused: // not counted against the park budget: due again, to wait for the breaker
+		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
 		if c.parkDeadLetter(rw, err, ReasonPermanent) {
@@ -248,6 +260,16 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
 	}
+}
+
+// parkedSessionOf is the session of a parked record about to be retried,
+// computed as admit does: SessionKey one call at a time (Consumer.userMu).
+func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
+	if c.cfg.SessionKey != nil {
+		c.userMu.Lock()
+		defer c.userMu.Unlock()
+	}
+	return strings.Clone(c.sessionOf(r))
 }
 
 // parkMark writes a done or hold marker of lane through source offset
@@ -316,9 +338,33 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, p := range c.own.all() {
+			if p.parkRebuildDue(now) {
+				c.retryRebuild(ctx, p)
+			}
 			for _, lane := range p.parkDue(now) {
 				c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
 			}
 		}
 	}
+}
+
+// retryRebuild tries again the rebuild of a partition held since its
+// assignment's failed (the park topic created late, say), within twice
+// CommitTimeout; on success the partition's stash goes to its lanes.
+func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
+	defer cancel()
+	err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
+	if err == nil {
+		err = c.rebuildPark(ctx, p)
+	}
+	if err != nil {
+		p.parkUnavailable(err, time.Now())
+		c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+			Msg("park: rebuilding the parked sessions failed again; the partition stays held")
+		return
+	}
+	p.parkAvailable()
+	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).
+		Msg("park: parked sessions rebuilt; the partition is handled again")
 }

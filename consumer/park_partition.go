@@ -17,9 +17,11 @@ const parkSeq = ^uint64(0)
 // position and epoch its group commit held when it was assigned.
 type partPark struct {
 	set         *parkSet
-	fromPos     int64 // committed park position; -1 none
-	fromEpoch   int64 // committed epoch; -1 none
-	unavailable error // the rebuild failed: nothing of the partition starts
+	fromPos     int64     // committed park position; -1 none
+	fromEpoch   int64     // committed epoch; -1 none
+	unavailable error     // the rebuild failed: nothing of the partition starts
+	retryAt     time.Time // when the park loop tries the rebuild again
+	retries     int       // rebuilds failed in a row
 }
 
 // Commit metadata: lanes' completed offsets (metadata.go), then the park
@@ -84,13 +86,17 @@ func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 }
 
 // parked records a park copy acknowledged at parkOff: its session parked
-// (or its list longer). The caller then finishes the source record.
-func (p *partition) parked(lane string, parkOff int64, rec *kgo.Record, now time.Time) {
+// (or its list longer), and its source record seq done in the same step,
+// under the record's claim (the stall skipper, finding it done, writes no
+// dead-letter copy of it). The caller then finishes the source record.
+func (p *partition) parked(seq uint64, lane string, parkOff int64, rec *kgo.Record, now time.Time) {
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
 	p.pk.set.add(lane, parkOff, rec.Offset, rec, now)
+	p.tr.done(seq)
+	p.forgetDLQLocked()
 	p.tr.version++ // the park position may have moved: due for a commit
-	p.mu.Unlock()
+	p.unlock(p.settleLocked())
 }
 
 func (p *partition) parkDue(now time.Time) []string {
@@ -160,14 +166,36 @@ func (p *partition) finishExtra() {
 	p.mu.Unlock()
 }
 
-// parkUnavailable fences p after a failed rebuild: without its parked set
+// parkUnavailable holds p after a failed rebuild: without its parked set
 // no record of it may start (one of a parked session would run out of
-// order). The next assignment tries again.
-func (p *partition) parkUnavailable(err error) {
+// order), so what is fetched waits in its stash (backpressure.go; fetching
+// pauses at half the bound) and the park loop tries the rebuild again
+// (parkRebuildDue), backing off from one second to thirty.
+func (p *partition) parkUnavailable(err error, now time.Time) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.pk.unavailable = err
-	p.mu.Unlock()
-	p.stopStarting()
+	p.pk.retryAt = now.Add(min(time.Second<<min(p.pk.retries, 5), 30*time.Second))
+	p.pk.retries++
+}
+
+// parkHeldLocked reports whether p's parked set is unavailable: nothing of
+// p reaches a lane. p.mu held.
+func (p *partition) parkHeldLocked() bool { return p.pk != nil && p.pk.unavailable != nil }
+
+// parkRebuildDue reports whether the park loop should try p's rebuild now.
+func (p *partition) parkRebuildDue(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.parkHeldLocked() && !p.fenced && !now.Before(p.pk.retryAt)
+}
+
+// parkAvailable ends the hold after a rebuild succeeded: the stash drains
+// (the flow controller is told).
+func (p *partition) parkAvailable() {
+	p.mu.Lock()
+	p.pk.unavailable, p.pk.retries = nil, 0
+	p.unlock(len(p.stash) > 0 && !p.fenced)
 }
 
 // ParkStats describes the parked sessions of one partition.

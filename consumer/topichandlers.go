@@ -29,7 +29,7 @@ func (t TopicHandlers) Handle(ctx context.Context, m *Message) error {
 // handler, a nil handler, or a handler for a topic not consumed.
 func (t TopicHandlers) check(topics []string) error {
 	for _, topic := range topics {
-		if t[topic] == nil {
+		if f, ok := t[topic].(HandlerFunc); t[topic] == nil || (ok && f == nil) {
 			return fmt.Errorf("%w: handler: TopicHandlers has no handler for consumed topic %q", ErrConfig, topic)
 		}
 	}

@@ -11,18 +11,22 @@ import (
 type SendOption func(*sendOpts)
 
 type sendOpts struct {
-	topic   string
-	eventID string
-	seq     uint64
-	hasSeq  bool
-	headers []kgo.RecordHeader
+	topic    string
+	topicSet bool // WithTopic was given (an empty topic is an error)
+	eventID  string
+	seq      uint64
+	hasSeq   bool
+	headers  []kgo.RecordHeader
 }
 
 // WithTopic sends the message to topic instead of Config.Topic. The
 // session is the record key and is hashed as for any topic, so a session's
 // messages to one topic keep their order; messages of one session to two
-// topics are two streams, ordered each on its own.
-func WithTopic(topic string) SendOption { return func(o *sendOpts) { o.topic = topic } }
+// topics are two streams, ordered each on its own. An empty topic fails
+// the send with ErrNoTopic.
+func WithTopic(topic string) SendOption {
+	return func(o *sendOpts) { o.topic, o.topicSet = topic, true }
+}
 
 // WithEventID sets the message's event ID instead of a new UUIDv7. It must
 // be a canonical UUID (eventid.Parse); otherwise the send fails with

@@ -161,6 +161,9 @@ func (p *Producer) record(sessionID string, value []byte, opts []SendOption) (*k
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.topicSet && o.topic == "" {
+		return nil, fmt.Errorf("%w: WithTopic(\"\")", ErrNoTopic)
+	}
 	topic := cmp.Or(o.topic, p.cfg.Topic)
 	if topic == "" {
 		return nil, ErrNoTopic

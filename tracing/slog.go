@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -13,23 +14,29 @@ import (
 
 // FromSlog returns a zerolog logger whose lines go to l's handler: the
 // message as the record's message, zerolog's level as the slog level, and
-// every other field as an attribute, in order (numbers as int64 or float64,
-// objects and arrays as decoded JSON). Lines below the handler's level are
-// dropped before they are built. lanes logs through zerolog; the consumer
-// and producer use FromSlog for a Config.Slog, so a service on log/slog
-// writes no adapter. A nil l gives a disabled logger.
+// every other field as an attribute, in order (numbers as int64, uint64 or
+// float64, objects and arrays as decoded JSON). A line the handler does not
+// take at its level is dropped before it is built; the handler is asked at
+// each line, so one on a slog.LevelVar may change its level at run time.
+// lanes logs through zerolog; the consumer and producer use FromSlog for a
+// Config.Slog, so a service on log/slog writes no adapter. A nil l gives a
+// disabled logger.
 func FromSlog(l *slog.Logger) zerolog.Logger {
 	if l == nil {
 		return zerolog.Nop()
 	}
 	h := l.Handler()
-	lowest := zerolog.ErrorLevel
-	for _, lv := range []zerolog.Level{zerolog.WarnLevel, zerolog.InfoLevel, zerolog.DebugLevel} {
-		if h.Enabled(context.Background(), slogLevel(lv)) {
-			lowest = lv
-		}
-	}
-	return zerolog.New(slogWriter{h}).Level(lowest)
+	return zerolog.New(slogWriter{h}).Level(zerolog.TraceLevel).Sample(handlerLevel{h})
+}
+
+// handlerLevel asks the handler, before a zerolog event is built, whether
+// it takes the event's level now: a handler on a slog.LevelVar may be
+// lowered or raised at any time. (WriteLevel asks again: a logger whose
+// sampler was replaced still writes only what the handler takes.)
+type handlerLevel struct{ h slog.Handler }
+
+func (s handlerLevel) Sample(lvl zerolog.Level) bool {
+	return s.h.Enabled(context.Background(), slogLevel(lvl))
 }
 
 // slogWriter is a zerolog.LevelWriter that turns each JSON line into a
@@ -46,7 +53,10 @@ func (w slogWriter) WriteLevel(zl zerolog.Level, p []byte) (int, error) {
 	}
 	msg, attrs, err := decodeLine(p)
 	if err != nil {
-		return 0, fmt.Errorf("tracing: zerolog line to slog: %w", err)
+		// Not valid JSON (a RawJSON field holding bad JSON): the line
+		// still goes out, whole, as the message, saying why.
+		msg = string(bytes.TrimSpace(p))
+		attrs = []slog.Attr{slog.String("log_decode_error", err.Error())}
 	}
 	r := slog.NewRecord(time.Now(), lv, msg, 0)
 	r.AddAttrs(attrs...)
@@ -84,8 +94,8 @@ func decodeLine(p []byte) (string, []slog.Attr, error) {
 	return msg, attrs, nil
 }
 
-// plainValue turns a json.Number into an int64, or a float64 when it is
-// not an integer.
+// plainValue turns a json.Number into an int64, a uint64 above MaxInt64,
+// or a float64 when it is not an integer.
 func plainValue(v any) any {
 	n, ok := v.(json.Number)
 	if !ok {
@@ -93,6 +103,9 @@ func plainValue(v any) any {
 	}
 	if i, err := n.Int64(); err == nil {
 		return i
+	}
+	if u, err := strconv.ParseUint(n.String(), 10, 64); err == nil {
+		return u // a uint64 above MaxInt64: exact, not rounded through float64
 	}
 	f, _ := n.Float64()
 	return f

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // TestFromSlog: zerolog lines reach the slog handler with their message,
@@ -49,8 +51,13 @@ func TestFromSlog(t *testing.T) {
 func TestFromSlogLevels(t *testing.T) {
 	for _, lv := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
 		l := FromSlog(slog.New(slog.NewTextHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: lv})))
-		if got := slogLevel(l.GetLevel()); got != lv {
-			t.Errorf("handler level %v: zerolog level maps to %v", lv, got)
+		for _, e := range []struct {
+			lv slog.Level
+			ev *zerolog.Event
+		}{{slog.LevelDebug, l.Debug()}, {slog.LevelInfo, l.Info()}, {slog.LevelWarn, l.Warn()}, {slog.LevelError, l.Error()}} {
+			if e.ev.Enabled() != (e.lv >= lv) {
+				t.Errorf("handler level %v: a %v event is built: %v", lv, e.lv, e.ev.Enabled())
+			}
 		}
 	}
 	if nop := FromSlog(nil); nop.Error().Enabled() {
