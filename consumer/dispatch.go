@@ -12,7 +12,6 @@ import (
 // It runs on the poll loop, between PollRecords and AllowRebalance, so no
 // rebalance can interleave with it.
 func (c *Consumer) dispatch(fs kgo.Fetches) {
-	var stashed []*partition // their fetch state is applied before the next poll
 	fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
 		p := c.own.get(partKey{ftp.Topic, ftp.Partition})
 		if p == nil {
@@ -22,12 +21,9 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		defer p.admitMu.Unlock()
 		if !p.hold(ftp.Records, ftp.HighWatermark) {
 			c.handOut(p, ftp.Records, ftp.HighWatermark)
-		} else {
-			stashed = append(stashed, p)
 		}
 	})
 	c.flow.apply()
-	c.flow.applyFetch(stashed)
 }
 
 // drainStash hands a partition's stashed records to lanes, in chunks of

@@ -67,10 +67,17 @@ func (f *flow) holdChanged() {
 	}
 }
 
-// apply drains the stash of every dirty partition that freed up, then
-// sends the wanted hold and the wanted fetch state of every dirty
-// partition to the client.
+// apply sends the wanted hold and the wanted fetch state of every dirty
+// partition to the client, then drains the stash of every dirty partition
+// that freed up. The dirty set is taken under applyMu, so an apply that
+// returns has sent every state marked before it began, also when another
+// apply took the set (the poll loop's apply waits for the flow goroutine's
+// and a pause decided in a dispatch reaches the client before the next
+// poll). The drains run after applyMu is released: a revoke's reset need
+// not wait for lanes; the states they change are marked and sent by the
+// next apply.
 func (f *flow) apply() {
+	f.applyMu.Lock()
 	f.mu.Lock()
 	dirty := f.dirty
 	if len(dirty) > 0 { // none is the usual case after a poll: no allocation
@@ -79,13 +86,6 @@ func (f *flow) apply() {
 		dirty = nil // f.dirty stays in use: never read it outside f.mu
 	}
 	f.mu.Unlock()
-	if f.drain != nil {
-		for p := range dirty {
-			f.drain(p) // outside applyMu: a revoke's reset need not wait for lanes
-		}
-	}
-	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
 	if hold := f.wantsHold(); hold != f.held {
 		f.held = hold
 		if hold {
@@ -97,21 +97,11 @@ func (f *flow) apply() {
 	for p := range dirty {
 		f.applyFetchLocked(p)
 	}
-}
-
-// applyFetch sends the wanted fetch state of ps to the client. The poll
-// loop calls it for the partitions its dispatch stashed into, after apply:
-// a pause decided there reaches the client before the next poll even when
-// the flow goroutine took them from the dirty set and is still draining
-// other stashes (else each further poll would be stashed too).
-func (f *flow) applyFetch(ps []*partition) {
-	if len(ps) == 0 {
-		return
-	}
-	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
-	for _, p := range ps {
-		f.applyFetchLocked(p)
+	f.applyMu.Unlock()
+	if f.drain != nil {
+		for p := range dirty {
+			f.drain(p)
+		}
 	}
 }
 
