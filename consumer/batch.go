@@ -116,6 +116,9 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		if b[0] != head0 { // a new head (the old one done, fenced or skipped): a fresh budget
 			head0, bo, excusedN = b[0], nil, 0
 		}
+		if !c.silenceWait(b[0]) {
+			continue // the head was fenced or skipped while held: settle drops it
+		}
 		probe, waited, ok := c.breakerWait(b[0])
 		if !ok {
 			continue // the head was fenced or skipped while held: settle drops it
@@ -127,8 +130,10 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		for _, w := range b {
 			ms = append(ms, &w.msg)
 		}
+		holds := c.member.holds.Load()
 		span, err := c.callBatch(l, b[0], ms)
 		done, cause := batchOutcome(err, len(b))
+		cause, cut := c.silenced(cause, holds)
 		rep := cause
 		if done > 0 {
 			rep = nil // progress: the dependency answers
@@ -150,13 +155,13 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			tracing.EndProcess(span, cause)
 			continue // skipped as stalled, or given up, while the call ran: settle drops it
 		}
-		if excused {
+		if excused || cut {
 			c.stats.retries.Add(1)
 			tracing.EndProcess(span, cause)
 			head.msg.Attempt++
 			excusedN++
 			bo = nil
-			continue // the breaker is open: the next pass waits for it
+			continue // the breaker is open, or the member holds its work: the next pass waits
 		}
 		wait, dead, ok := c.afterFailure(head, head.msg.Attempt-excusedN, &bo, cause, span)
 		if dead {
@@ -216,6 +221,7 @@ func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Spa
 		span.SetAttributes(attribute.Int("lanes.batch.size", len(ms)))
 	}
 	l.begin(head, head.msg.Attempt, now, span)
+	c.track(l, actx)
 	defer func() {
 		l.end()
 		actx.release()

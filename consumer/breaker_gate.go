@@ -1,6 +1,9 @@
 package consumer
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // The breaker as the lanes meet it: waiting while it is open, reporting
 // each attempt, and the watchdog's check that an open breaker can still
@@ -102,7 +105,7 @@ func (c *Consumer) breakerReport(p *partition, probe probeID, err error) (excuse
 	o := success
 	switch {
 	case err == nil:
-	case IsPermanent(err) || p.isFenced(): // a revoke, a loss or the shutdown cut it short
+	case IsPermanent(err) || p.isFenced() || errors.Is(err, errGroupSilent): // a revoke, a loss, the shutdown or a silence hold cut it short
 		o = neutral
 	default:
 		o = failure

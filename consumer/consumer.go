@@ -203,11 +203,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// (drainOnStop) whatever the poll loop is doing meanwhile.
 	pollCtx, endPoll := context.WithCancel(ctx)
 	defer endPoll()
-	bg.Add(6)
+	bg.Add(7)
 	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
+	go func() { defer bg.Done(); c.silenceLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
 	if c.park != nil {
@@ -287,6 +288,7 @@ func (c *Consumer) Stats() Stats {
 		Rebalances:         s.rebalances.Load(),
 		Stalls:             s.stalls.Load(),
 		RevokeOverruns:     s.revokeOverruns.Load(),
+		SilenceHolds:       int64(c.member.holds.Load()),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
 		Breaker:            c.brk.snapshot(time.Now()),

@@ -43,6 +43,9 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	spent := 0             // attempts counted against the budget (not excused by the breaker)
 	var failedAt time.Time // the first counted failure, for parking
 	for attempt := 1; ; attempt++ {
+		if !c.silenceWait(w) {
+			return false // fenced, or skipped as stalled while the member held its work
+		}
 		probe, waited, ok := c.breakerWait(w)
 		if !ok {
 			return false // fenced, or skipped as stalled while the breaker held it
@@ -51,7 +54,9 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			bo = nil // the budget by time starts again after an outage
 		}
 		m.Attempt = attempt
+		holds := c.member.holds.Load()
 		span, err := c.call(l, w, m)
+		err, cut := c.silenced(err, holds)
 		excused := c.brk != nil && c.breakerReport(w.p, probe, err)
 		if err == nil {
 			tracing.EndProcess(span, nil)
@@ -62,11 +67,11 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			tracing.EndProcess(span, err)
 			return false // skipped as stalled, or given up (its next owner runs it), while this attempt ran
 		}
-		if excused {
+		if excused || cut {
 			c.stats.retries.Add(1)
 			tracing.EndProcess(span, err)
 			bo = nil
-			continue // the breaker is open: the next pass waits for it
+			continue // the breaker is open, or the member holds its work: the next pass waits
 		}
 		spent++
 		if c.park != nil && !IsPermanent(err) {
@@ -162,6 +167,7 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 			EventID: m.EventID, Attempt: m.Attempt, AsChild: c.cfg.TraceAsChild})
 	}
 	l.begin(w, m.Attempt, now, span)
+	c.track(l, actx)
 	defer func() {
 		l.end()
 		actx.release()

@@ -61,7 +61,8 @@ type lane struct {
 	cur      atomic.Pointer[work]
 	attempt  atomic.Int32
 	reported atomic.Bool
-	span     atomic.Pointer[spanRef] // the attempt's span, when recording
+	span     atomic.Pointer[spanRef]    // the attempt's span, when recording
+	actx     atomic.Pointer[attemptCtx] // its context, for a silence hold to cut (silence.go)
 }
 
 // spanRef boxes a span for an atomic pointer.
@@ -79,7 +80,10 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 	l.since.Store(now.UnixNano())
 }
 
-func (l *lane) end() { l.since.Store(0) }
+func (l *lane) end() {
+	l.since.Store(0)
+	l.actx.Store(nil)
+}
 
 // enqueue appends w to its session's lane, starting the lane when the
 // session has none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,7 +47,14 @@ type membership struct {
 	outSince       time.Time // phaseOut: when the session failed
 	lastErr        error     // the latest group error; cleared by an assignment
 	answered       time.Time // the latest heartbeat answered, or the session's start
+	sentAt         time.Time // when the latest heartbeat answered was sent, or the session's start
 	silenceWarned  bool      // the current silence was logged
+
+	// The silence hold (silence.go): held is the hold in force, nil when
+	// none (set and cleared under mu, read without it); holds counts the
+	// holds begun.
+	held  atomic.Pointer[holdGate]
+	holds atomic.Uint64
 }
 
 var (
@@ -85,7 +93,9 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 	return func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 		m.mu.Lock()
 		if m.phase != phaseInSession {
-			m.phase, m.outSince, m.lastErr, m.answered, m.silenceWarned = phaseInSession, time.Time{}, nil, time.Now(), false
+			now := time.Now()
+			m.phase, m.outSince, m.lastErr, m.answered, m.sentAt, m.silenceWarned = phaseInSession, time.Time{}, nil, now, now, false
+			m.endHoldLocked()
 		}
 		m.mu.Unlock()
 		next(ctx, cl, ps)
@@ -103,6 +113,7 @@ func (m *membership) revoked(next rebalanceFn) rebalanceFn {
 		}
 		m.mu.Unlock()
 		next(ctx, cl, ps)
+		m.endHold() // after: the revoked partitions are fenced, none of their attempts starts
 	}
 }
 
@@ -116,6 +127,7 @@ func (m *membership) lost(next rebalanceFn) rebalanceFn {
 		}
 		m.mu.Unlock()
 		next(ctx, cl, ps)
+		m.endHold() // after: the lost partitions are released, none of their attempts starts
 	}
 }
 
@@ -130,7 +142,9 @@ func (m *membership) OnGroupManageError(err error) {
 	}
 }
 
-// OnBrokerE2E sees the coordinator answer a heartbeat, classic or KIP-848.
+// OnBrokerE2E sees the coordinator answer a heartbeat, classic or KIP-848:
+// the silence counts from when that heartbeat was sent, and a hold ends at
+// the second answer.
 func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if (key != int16(kmsg.Heartbeat) && key != int16(kmsg.ConsumerGroupHeartbeat)) || e2e.Err() != nil {
 		return
@@ -138,11 +152,79 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 	now := time.Now()
 	m.mu.Lock()
 	silent := m.phase == phaseInSession && m.silenceWarned
-	m.answered, m.silenceWarned = now, false
+	m.answered, m.sentAt, m.silenceWarned = now, now.Add(-e2e.DurationE2E()), false
+	var held *holdGate
+	if g := m.held.Load(); g != nil {
+		// The hook cannot see the answer's error code: the first answer
+		// may be the one that fences the member, which franz-go turns
+		// into a loss before it sends another heartbeat. A second
+		// answer is a heartbeat the session went on with.
+		if g.answers++; g.answers >= 2 {
+			held = m.endHoldLocked()
+		}
+	}
 	m.mu.Unlock()
-	if silent {
+	if held != nil {
+		m.log.Info().Str("group", m.group).Dur("held_for", now.Sub(held.since)).
+			Msg("group coordinator answers heartbeats again: held work resumes")
+	} else if silent {
 		m.log.Info().Str("group", m.group).Msg("group coordinator answers heartbeats again")
 	}
+}
+
+// checkSilence begins a hold when the member, in a session, has had no
+// heartbeat answered for holdAfter since the last answered one was sent;
+// hold is then called (outside the lock) to cut the attempts running. It
+// returns when to check again: never after the hold could be due.
+func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
+	m.mu.Lock()
+	after := holdAfter(m.sessionTimeout)
+	due := m.sentAt.Add(after)
+	if m.phase != phaseInSession || m.held.Load() != nil {
+		m.mu.Unlock()
+		return after // a session (re)starting now is due no sooner
+	}
+	if now.Before(due) {
+		m.mu.Unlock()
+		return due.Sub(now)
+	}
+	g := &holdGate{since: now, over: make(chan struct{})}
+	m.held.Store(g)
+	m.holds.Add(1)
+	sent, st := m.sentAt, m.sessionTimeout
+	m.mu.Unlock()
+	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Dur("session_timeout", st).
+		Msg("group coordinator has answered no heartbeat for four fifths of the session timeout: holding this member's work " +
+			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
+			"it resumes when a heartbeat is answered. Check the brokers and the network between them and this member")
+	hold()
+	return after
+}
+
+// endHoldLocked ends the hold in force, returning it (nil when none).
+// m.mu held.
+func (m *membership) endHoldLocked() *holdGate {
+	g := m.held.Swap(nil)
+	if g != nil {
+		close(g.over)
+	}
+	return g
+}
+
+// endHold ends the hold in force, if any.
+func (m *membership) endHold() {
+	m.mu.Lock()
+	m.endHoldLocked()
+	m.mu.Unlock()
+}
+
+// gate returns the hold in force, nil when none.
+func (m *membership) gate() *holdGate { return m.held.Load() }
+
+// heldSince reports whether a hold is in force or began since the count
+// of holds was holds0.
+func (m *membership) heldSince(holds0 uint64) bool {
+	return m.held.Load() != nil || m.holds.Load() != holds0
 }
 
 // silentLocked reports, in a session, since when no heartbeat was
@@ -184,8 +266,13 @@ func (m *membership) reason(now time.Time) string {
 		}
 		return fmt.Sprintf("not in group %q since %s: %s; rejoining", m.group, m.outSince.UTC().Format(time.RFC3339), why)
 	}
-	if since, silent := m.silentLocked(now); silent {
-		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), longer than the session timeout %v: the group counts this member gone",
+	since, silent := m.silentLocked(now)
+	switch {
+	case silent:
+		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator answers",
+			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
+	case m.held.Load() != nil:
+		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator answers",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	}
 	return ""

@@ -69,6 +69,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	stalls := ctr("lanes.consumer.stalls", "Partitions reported stalled.")
 	rebalances := ctr("lanes.consumer.rebalances", "Partition assignments received.")
 	overruns := ctr("lanes.consumer.revoke.overruns", "Partitions a revoke gave up while a handler that ignored its cancelled context still ran.")
+	holds := ctr("lanes.consumer.silence.holds", "Times the member held its work because its group coordinator answered no heartbeat for four fifths of the session timeout.")
 	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
 	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
 	truncations := ctr("lanes.consumer.truncations", "Fetches that found their partition's log truncated (offsets reused).")
@@ -108,6 +109,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		o.ObserveInt64(stalls, st.Stalls, out.group)
 		o.ObserveInt64(rebalances, st.Rebalances, out.group)
 		o.ObserveInt64(overruns, st.RevokeOverruns, out.group)
+		o.ObserveInt64(holds, st.SilenceHolds, out.group)
 		o.ObserveInt64(commitFail, st.CommitFailures, out.group)
 		o.ObserveInt64(panics, st.Panics, out.group)
 		o.ObserveInt64(truncations, st.Truncations, out.group)
@@ -123,7 +125,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 		}
 		return nil
 	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
-		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused, brkHung)
+		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, holds, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused, brkHung)
 	if err != nil {
 		return nil, err
 	}

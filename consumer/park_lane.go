@@ -226,12 +226,18 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	// The breaker holds a parked retry as any attempt: during an outage
 	// that opened it, a parked head waits (or probes) instead of spending
 	// its park budget, and a failure while it is open is excused.
+	if !c.silenceWait(rw) {
+		p.parkAbandon(w.lane)
+		return
+	}
 	probe, _, ok := c.breakerWait(rw)
 	if !ok {
 		p.parkAbandon(w.lane)
 		return
 	}
+	holds := c.member.holds.Load()
 	span, err := c.call(l, rw, &rw.msg)
+	err, cut := c.silenced(err, holds)
 	excused := c.brk != nil && c.breakerReport(p, probe, err)
 	tracing.EndProcess(span, err)
 	now := time.Now()
@@ -241,7 +247,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
-	case excused: // not counted against the park budget: due again, to wait for the breaker
+	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
 		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on

@@ -47,6 +47,10 @@ type Stats struct {
 	// theirs still ran: it ignored the cancellation of its context, so the
 	// partition's next owner may have run its session at the same time.
 	RevokeOverruns int64 `json:"revoke_overruns"`
+	// SilenceHolds counts the times this member held its work (handlers
+	// cancelled, none started) because its group coordinator answered no
+	// heartbeat for four fifths of the session timeout.
+	SilenceHolds int64 `json:"silence_holds"`
 	// HotSessions are the sessions with the deepest lanes (records queued
 	// or running), deepest first, at most MaxHotSessions: the keys to look
 	// at when lag grows.

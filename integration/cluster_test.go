@@ -167,13 +167,17 @@ func (c *cluster) consumerConfig(group, topic, dlq string) consumer.Config {
 		l := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger()
 		log = &l
 	}
+	opts := append(c.Opts(), protocolOpts()...)
+	if os.Getenv("LANES_TEST_KGO_LOG") != "" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
+	}
 	return consumer.Config{
 		Logger:  log,
 		Brokers: c.brokers, Group: groupName(group), Topics: []string{topic}, DeadLetterTopic: dlq,
 		CommitInterval: 200 * time.Millisecond,
 		Retry:          consumer.RetryPolicy{InitialInterval: 2 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxAttempts: 40},
 		RevokeTimeout:  20 * time.Second,
-		ClientOptions:  append(c.Opts(), protocolOpts()...),
+		ClientOptions:  opts,
 	}
 }
 

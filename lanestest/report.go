@@ -123,20 +123,25 @@ func (l *Ledger) Report() Report {
 		}
 	}
 
-	running := map[string]time.Time{} // session → latest end of its calls so far
-	maxSeen := map[[2]string]int{}    // member, session → highest seq handled
+	type lastCall struct {
+		Call
+		seq int
+	}
+	running := map[string]lastCall{} // session → its call that ends last so far
+	maxSeen := map[[2]string]int{}   // member, session → highest seq handled
 	for i, c := range calls {
 		if !known[i] {
 			continue
 		}
 		k := keys[i]
-		if end, ok := running[k.session]; ok && c.Start.Before(end) {
+		if o, ok := running[k.session]; ok && c.Start.Before(o.End) {
 			r.Overlaps++
-			note("%s seq %d started at %s (member %s) while another call of the session ran", k.session, k.seq,
-				c.Start.Format("15:04:05.000000"), c.Member)
+			note("%s seq %d started at %s (member %s) while another call of the session ran: seq %d on member %s, %s to %s",
+				k.session, k.seq, c.Start.Format("15:04:05.000000"), c.Member,
+				o.seq, o.Member, o.Start.Format("15:04:05.000000"), o.End.Format("15:04:05.000000"))
 		}
-		if end := running[k.session]; c.End.After(end) {
-			running[k.session] = c.End
+		if o := running[k.session]; c.End.After(o.End) {
+			running[k.session] = lastCall{c, k.seq}
 		}
 
 		mk := [2]string{c.Member, k.session}

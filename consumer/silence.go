@@ -1,0 +1,105 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The silence hold. A member whose group coordinator answers no heartbeat
+// is counted gone by the group once the session timeout passes, measured
+// from the last heartbeat the coordinator received; its partitions then go
+// to other members, which start their sessions at once. The member itself
+// learns it only when the coordinator answers again: until then it would
+// go on handling records that another member is handling too. So a member
+// holds its work before that can happen: once no heartbeat sent in the
+// last four fifths of the session timeout has been answered
+// (holdAfter), it cancels the contexts of the attempts running and starts
+// none, in every lane, until the session is seen going on (a second
+// heartbeat answered: the first answer may be the one that fences the
+// member, and franz-go ends the session before it sends another) or it
+// ends (partitions lost or revoked: they are released as usual). The records
+// stay where they are; an attempt cut by the hold, or failing while it
+// holds, is not counted against its retry budget nor by the breaker. A
+// handler that honours its context therefore never runs when another
+// member may own its partition.
+
+// errGroupSilent marks the error of an attempt cut by a silence hold.
+var errGroupSilent = errors.New("consumer: work held: the group coordinator answers no heartbeat")
+
+// holdAfter is the silence, counted from the sending of the last heartbeat
+// answered, after which a member holds its work: four fifths of the
+// session timeout, leaving the rest for cancelled handlers to return
+// before the coordinator can count the member gone.
+func holdAfter(sessionTimeout time.Duration) time.Duration {
+	return sessionTimeout - sessionTimeout/5
+}
+
+// holdGate is one silence hold: since when, and a channel closed when it
+// ends.
+type holdGate struct {
+	since   time.Time
+	over    chan struct{}
+	answers int // heartbeats answered since it began; guarded by membership.mu
+}
+
+// silenceLoop checks the member's silence when the hold could first be
+// due, and holds the work when it is; it runs until ctx ends.
+func (c *Consumer) silenceLoop(ctx context.Context) {
+	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			t.Reset(c.member.checkSilence(now, c.holdWork))
+		}
+	}
+}
+
+// holdWork cancels the context of every attempt running; the hold (set
+// before) keeps any from starting. An attempt that begins meanwhile sees
+// the hold itself (track).
+func (c *Consumer) holdWork() {
+	for _, s := range c.shards {
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			if a := l.actx.Load(); a != nil {
+				a.cancel(context.Canceled)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// track makes actx the lane's running attempt, for holdWork, and cancels
+// it at once when a hold began before it was seen there.
+func (c *Consumer) track(l *lane, actx *attemptCtx) {
+	l.actx.Store(actx)
+	if c.member.gate() != nil {
+		actx.cancel(context.Canceled)
+	}
+}
+
+// silenceWait holds w's lane while the member holds its work. It reports
+// false when w's partition was fenced or w got done meanwhile (no attempt
+// is to be made).
+func (c *Consumer) silenceWait(w *work) bool {
+	for g := c.member.gate(); g != nil; g = c.member.gate() {
+		if !w.p.waitFor(w.seq, time.Minute, g.over) {
+			return false
+		}
+	}
+	return true
+}
+
+// silenced returns err marked as the hold's when the attempt that returned
+// it failed while a hold began or lasted (holds0 is the count of holds
+// when it started), and whether it did.
+func (c *Consumer) silenced(err error, holds0 uint64) (error, bool) {
+	if err == nil || !c.member.heldSince(holds0) {
+		return err, false
+	}
+	return errors.Join(errGroupSilent, err), true
+}
