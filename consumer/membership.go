@@ -49,6 +49,7 @@ type membership struct {
 	answered       time.Time // the latest heartbeat answered, or the session's start
 	sentAt         time.Time // when the latest heartbeat answered was sent, or the session's start
 	silenceWarned  bool      // the current silence was logged
+	assigning      bool      // the assigned callback takes up new partitions (committed offsets, parked sets)
 
 	// The silence hold (silence.go): held is the hold in force, nil when
 	// none (set and cleared under mu, read without it); holds counts the
@@ -97,8 +98,12 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 			m.phase, m.outSince, m.lastErr, m.answered, m.sentAt, m.silenceWarned = phaseInSession, time.Time{}, nil, now, now, false
 			m.endHoldLocked()
 		}
+		m.assigning = len(ps) > 0
 		m.mu.Unlock()
 		next(ctx, cl, ps)
+		m.mu.Lock()
+		m.assigning = false
+		m.mu.Unlock()
 	}
 }
 
@@ -268,6 +273,8 @@ func (m *membership) reason(now time.Time) string {
 	}
 	since, silent := m.silentLocked(now)
 	switch {
+	case m.assigning:
+		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)
 	case silent:
 		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator answers",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)

@@ -328,3 +328,28 @@ func (s sessionCounter) Log(_ kgo.LogLevel, msg string, _ ...any) {
 		s.n.Add(1)
 	}
 }
+
+// TestNotReadyWhileTakingUpAssignment: the member is not ready while its
+// assigned callback takes up new partitions (here held up reading their
+// committed offsets): they are not handled yet. Readiness names that, and
+// clears once the partitions are taken up.
+func TestNotReadyWhileTakingUpAssignment(t *testing.T) {
+	e := newGroupEnv(t, 2)
+	release := make(chan struct{})
+	var held atomic.Bool
+	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if held.CompareAndSwap(false, true) { // the first: lanes' own read of the committed offsets
+			e.c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	c, err := New(e.groupConfig("g-takeup", nil), nopHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(t, c)
+	start(t, c)
+	p.awaitReadyz("not ready while the assignment is taken up", testTimeout, notReadyWith(`group "g-takeup": taking up newly assigned partitions`))
+	close(release)
+	p.awaitReadyz("ready once taken up", testTimeout, ready)
+}

@@ -27,8 +27,9 @@ type benchConfig struct {
 	plots      string
 	docs       string
 	workloads  []workload
-	args       []string  // as given, for the record
-	opts       []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
+	args       []string   // as given, for the record
+	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
+	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -57,6 +58,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
 	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
+	stuck := fs.String("stuck", "", "PCT:DURATION (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +89,10 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
+	if *stuck != "" {
+		return c, c.parseStuck(*stuck, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration,
+			Partitions: c.partitions}, *work)
+	}
 	if !given {
 		c.workloads = defaultSuite(c.partitions)
 		return c, nil
@@ -248,6 +254,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.broker.Close()
 	b.brokers = b.broker.Addrs()
+	if cfg.stuck != nil {
+		return b.runStuck(ctx, cfg.workloads[0], *cfg.stuck, stdout)
+	}
 	start := time.Now()
 	sleeps := measureSleeps(cfg.workloads)
 	var results []Result

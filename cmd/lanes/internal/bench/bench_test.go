@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,60 @@ func TestPoolDefault(t *testing.T) {
 	for _, tc := range []struct{ pool, sessions, want int }{{0, 40, 40}, {0, 100_000, 1000}, {8, 100_000, 8}} {
 		if got := (benchConfig{pool: tc.pool}).poolFor(workload{Sessions: tc.sessions}); got != tc.want {
 			t.Errorf("--pool %d, %d sessions: %d workers, want %d", tc.pool, tc.sessions, got, tc.want)
+		}
+	}
+}
+
+// TestBenchStuckSmall runs the --stuck comparison end to end on the
+// embedded broker, small: three runs, order and loss checked for every
+// message, the stuck sessions parked in the park run and holding their
+// partition's commits with in-lane retries. No timing is asserted.
+func TestBenchStuckSmall(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), []string{"--stuck", "10%:1s", "--sessions", "50", "--rate", "1000",
+		"--duration", "2s", "--work", "0", "--partitions", "4", "--json"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var rep stuckReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	if rep.Stuck != 5 || len(rep.Results) != 3 {
+		t.Fatalf("%d stuck sessions, %d runs: want 5 and 3\n%s", rep.Stuck, len(rep.Results), out.String())
+	}
+	for _, r := range rep.Results {
+		if r.Violations+r.Overlaps+r.Lost != 0 || r.OthersRate == 0 {
+			t.Errorf("%s: %+v", r.Mode, r)
+		}
+	}
+	if inLane, park := rep.Results[1], rep.Results[2]; park.Parked == 0 || inLane.Parked != 0 || inLane.LongestStall == 0 {
+		t.Errorf("in-lane retries: %d parked, commits stalled %v; park: %d parked", inLane.Parked, inLane.LongestStall, park.Parked)
+	}
+}
+
+func TestParseStuck(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		bad  string // "" when valid
+	}{
+		{[]string{"--stuck", "1%:10s"}, ""},
+		{[]string{"--stuck", "0.5:2s", "--duration", "3s"}, ""},
+		{[]string{"--stuck", "1%"}, "want PCT:DURATION"},
+		{[]string{"--stuck", "0%:1s"}, "want PCT:DURATION"},
+		{[]string{"--stuck", "120%:1s"}, "want PCT:DURATION"},
+		{[]string{"--stuck", "1%:-1s"}, "want PCT:DURATION"},
+		{[]string{"--stuck", "1%:10s", "--duration", "10s"}, "must be longer than the stuck duration"},
+		{[]string{"--stuck", "100%:1s", "--sessions", "3"}, "every one of the 3 sessions"},
+		{[]string{"--stuck", "1%:1s", "--mode", "closed"}, "--mode: not used with --stuck"},
+		{[]string{"--stuck", "1%:1s", "--work", "0,1ms"}, "want one duration"},
+	} {
+		c, err := parseBench(tc.args, io.Discard)
+		switch {
+		case tc.bad == "" && (err != nil || c.stuck == nil || len(c.workloads) != 1):
+			t.Errorf("%v: %v, %+v", tc.args, err, c.stuck)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.bad)
 		}
 	}
 }
