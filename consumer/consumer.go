@@ -32,6 +32,9 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
 	park    *parkIO  // nil unless Config.Park.Enabled
+	// parkLoopQueued counts the parked retries the park loop queued (the
+	// others follow a done head at once: parkNext).
+	parkLoopQueued atomic.Int64
 
 	reach   *brokerWatch // whether any broker answers (connectivity.go)
 	member  *membership  // whether the member is in its group (membership.go)

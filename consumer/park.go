@@ -143,6 +143,17 @@ func (ps *parkSet) due(now time.Time) []string {
 	return out
 }
 
+// dueNow marks session s as retrying and reports true when its head may
+// be retried at now (as due does for every session).
+func (ps *parkSet) dueNow(s string, now time.Time) bool {
+	ss := ps.sessions[s]
+	if ss == nil || ss.retrying || ss.held || len(ss.recs) == 0 || now.Before(ss.notBefore) {
+		return false
+	}
+	ss.retrying = true
+	return true
+}
+
 // head returns the parked head of session s: the record to retry.
 func (ps *parkSet) head(s string) (parkedRecord, bool) {
 	ss := ps.sessions[s]

@@ -245,6 +245,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	case err == nil:
 		c.stats.processed.Add(1)
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
+		c.parkNext(p, w.lane)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
 	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
@@ -253,6 +254,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
 		if c.parkDeadLetter(rw, err, ReasonPermanent) {
 			c.parkMark(p, parkDone, w.lane, h.srcOffset)
+			c.parkNext(p, w.lane)
 		}
 	case !p.parkFailed(w.lane, now):
 		c.stats.retries.Add(1)
@@ -265,6 +267,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 			kind = parkHold
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
+		c.parkNext(p, w.lane) // nothing is due after a hold
 	}
 }
 
@@ -348,9 +351,26 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 				c.retryRebuild(ctx, p)
 			}
 			for _, lane := range p.parkDue(now) {
-				c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
+				c.parkLoopQueued.Add(1)
+				c.queueParkRetry(p, lane)
 			}
 		}
+	}
+}
+
+// queueParkRetry queues a retry of lane's parked head in its lane (the
+// session's: retries and the session's source records are serialised).
+func (c *Consumer) queueParkRetry(p *partition, lane string) {
+	c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
+}
+
+// parkNext queues at once the retry of lane's next parked head when it is
+// due (its previous head just got done): a session catching up drains its
+// parked records one after the other, not one per park loop tick, so it is
+// unparked even while its producer keeps sending.
+func (c *Consumer) parkNext(p *partition, lane string) {
+	if p.parkDueNow(lane, time.Now()) {
+		c.queueParkRetry(p, lane)
 	}
 }
 

@@ -108,6 +108,12 @@ func (p *partition) parkDue(now time.Time) []string {
 	return p.pk.set.due(now)
 }
 
+func (p *partition) parkDueNow(lane string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pk != nil && !p.fenced && p.pk.set.dueNow(lane, now)
+}
+
 func (p *partition) parkHead(lane string) (parkedRecord, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -210,3 +210,45 @@ func TestInspectParked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestParkDrainsWithoutTicks: once a parked session's retry succeeds, its
+// next parked records are retried one after the other at once, not one per
+// tick of the park loop (which would drain a session slower than a steady
+// producer fills it, so that it never unparks). The park loop queues the
+// first retry only.
+func TestParkDrainsWithoutTicks(t *testing.T) {
+	e := newEnv(t, 2, "chats", "chats.park", "dlq")
+	const n = 30
+	sessions := sessionNames(3)
+	var recs []*kgo.Record
+	for seq := range n {
+		for _, s := range sessions {
+			recs = append(recs, &kgo.Record{Topic: "chats", Key: []byte(s), Value: []byte(s + "|" + strconv.Itoa(seq))})
+		}
+	}
+	if err := e.client().ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var parked atomic.Bool
+	rec := newRecorder(n*len(sessions), func(ctx context.Context, m *Message) error {
+		if s, seq := parseValue(m.Record.Value); s == sessions[1] && seq == 0 && parked.CompareAndSwap(false, true) {
+			return Park(errors.New("its dependency is down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-drain", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: 200 * time.Millisecond}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, sessions, n)
+	if q := c.parkLoopQueued.Load(); q < 1 || q > 2 {
+		t.Fatalf("the park loop queued %d retries; want 1 (the first; the session's other parked records follow at once)", q)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type benchConfig struct {
 	args       []string   // as given, for the record
 	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
 	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
+	scale      *scaleSpec // --scale: the scaling run instead of the workloads
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -58,6 +60,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
 	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
+	scale := fs.String("scale", "", "member counts such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
 	stuck := fs.String("stuck", "", "PCT:DURATION (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
 	var sec cli.Security
 	sec.Register(fs)
@@ -89,6 +92,9 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
+	if *scale != "" {
+		return c, c.parseScale(*scale, fs, *sessions, *work, *duration)
+	}
 	if *stuck != "" {
 		return c, c.parseStuck(*stuck, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration,
 			Partitions: c.partitions}, *work)
@@ -236,6 +242,12 @@ func (c benchConfig) consumersFor(w workload) []string {
 // Run runs "lanes bench": every workload through every consumer, in one process, on
 // one broker, and reports them side by side.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if IsMember() {
+		if code := MemberMain(os.Stdin, stdout, stderr); code != 0 {
+			return errors.New("bench member failed")
+		}
+		return nil
+	}
 	cfg, err := parseBench(args, stderr)
 	if err != nil {
 		return err
@@ -256,6 +268,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b.brokers = b.broker.Addrs()
 	if cfg.stuck != nil {
 		return b.runStuck(ctx, cfg.workloads[0], *cfg.stuck, stdout)
+	}
+	if cfg.scale != nil {
+		return b.runScale(ctx, cfg.workloads[0], *cfg.scale, stdout)
 	}
 	start := time.Now()
 	sleeps := measureSleeps(cfg.workloads)

@@ -14,7 +14,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if IsMember() { // a --scale member process: this test binary run again
+		os.Exit(MemberMain(os.Stdin, os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestBenchSmall runs lanes bench end to end on the embedded broker with a
 // tiny closed and open workload; no timing is asserted, only that every
@@ -212,6 +217,30 @@ func TestParseStuck(t *testing.T) {
 			t.Errorf("%v: %v, %+v", tc.args, err, c.stuck)
 		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
 			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.bad)
+		}
+	}
+}
+
+// TestBenchScaleSmall grows a group from one member process to two on the
+// embedded broker: both counts settle (every member owning partitions)
+// and consume. No timing is asserted.
+func TestBenchScaleSmall(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), []string{"--scale", "1,2", "--sessions", "100", "--partitions", "4",
+		"--work", "5ms", "--pool", "5", "--duration", "1s", "--json"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var rep scaleReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	if len(rep.Steps) != 2 {
+		t.Fatalf("%d steps, want 2\n%s", len(rep.Steps), out.String())
+	}
+	for _, s := range rep.Steps {
+		if s.Rate <= 0 || s.Settle <= 0 || s.Bound != float64(s.Members)*1000 {
+			t.Errorf("%d members: %+v", s.Members, s)
 		}
 	}
 }

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// scaleReport is a --scale run.
+type scaleReport struct {
+	Sessions   int           `json:"sessions"`
+	Partitions int           `json:"partitions"`
+	Work       time.Duration `json:"work_ns"`
+	Pool       int           `json:"pool"`
+	Window     time.Duration `json:"window_ns"`
+	Where      string        `json:"where"`
+	Steps      []ScaleStep   `json:"steps"`
+}
+
+func (r scaleReport) print(w io.Writer) {
+	fmt.Fprintf(w, "lanes bench --scale: one group grown through %d counts of member processes; %d sessions, %d partitions, "+
+		"a %v call per message, at most %d calls at once per member; %s\n\n",
+		len(r.Steps), r.Sessions, r.Partitions, r.Work, r.Pool, r.Where)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "members\tmsg/s\t× one member\tpools allow\tof that\tsettle\t")
+	for _, s := range r.Steps {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.0f\t%.2f\t%v\t\n", s.Members, s.Rate, s.Speedup, s.Bound, s.Rate/s.Bound,
+			s.Settle.Round(10*time.Millisecond))
+	}
+	tw.Flush()
+}
+
+// plot writes scaling.png into dir: throughput against members, with
+// what the members' pools allow.
+func (r scaleReport) plot(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Scaling out: %d sessions, %d partitions, %v calls, %d at once per member", r.Sessions, r.Partitions, r.Work, r.Pool)
+	p.X.Label.Text = "member processes"
+	p.Y.Label.Text = "messages per second"
+	got, bound := make(plotter.XYs, len(r.Steps)), make(plotter.XYs, len(r.Steps))
+	for i, s := range r.Steps {
+		got[i] = plotter.XY{X: float64(s.Members), Y: s.Rate}
+		bound[i] = plotter.XY{X: float64(s.Members), Y: s.Bound}
+	}
+	if err := plotutil.AddLinePoints(p, "lanes", got, "what the pools allow", bound); err != nil {
+		return fmt.Errorf("plot scaling: %w", err)
+	}
+	if err := p.Save(16*vg.Centimeter, 11*vg.Centimeter, filepath.Join(dir, "scaling.png")); err != nil {
+		return fmt.Errorf("plot scaling.png: %w", err)
+	}
+	return nil
+}
