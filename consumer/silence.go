@@ -16,9 +16,12 @@ import (
 // last four fifths of the session timeout has been answered
 // (holdAfter), it cancels the contexts of the attempts running and starts
 // none, in every lane, until the session is seen going on (a second
-// heartbeat answered: the first answer may be the one that fences the
-// member, and franz-go ends the session before it sends another) or it
-// ends (partitions lost or revoked: they are released as usual). The records
+// heartbeat answered in a session: the first answer may be the one that
+// fences the member, and franz-go ends the session before it sends
+// another; or the assignment after a classic sync answered) or it ends
+// (partitions lost: they are released as usual). A hold can begin, and
+// lasts, while the member rebalances (it keeps the partitions not revoked)
+// and during the shutdown's drain. The records
 // stay where they are; an attempt cut by the hold, or failing while it
 // holds, is not counted against its retry budget nor by the breaker. A
 // handler that honours its context therefore never runs when another
@@ -38,9 +41,12 @@ func holdAfter(sessionTimeout time.Duration) time.Duration {
 // holdGate is one silence hold: since when, and a channel closed when it
 // ends.
 type holdGate struct {
-	since   time.Time
-	over    chan struct{}
-	answers int // heartbeats answered since it began; guarded by membership.mu
+	since time.Time
+	over  chan struct{}
+	// Guarded by membership.mu: heartbeats answered in a session since it
+	// began, and whether a classic sync was answered since.
+	answers int
+	synced  bool
 }
 
 // silenceLoop checks the member's silence when the hold could first be
