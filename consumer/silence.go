@@ -50,13 +50,15 @@ type holdGate struct {
 }
 
 // silenceLoop checks the member's silence when the hold could first be
-// due, and holds the work when it is; it runs until ctx ends.
-func (c *Consumer) silenceLoop(ctx context.Context) {
+// due, and holds the work when it is; it runs until done is closed: the
+// shutdown's drain is over (handlers run during it, on partitions still
+// owned).
+func (c *Consumer) silenceLoop(done <-chan struct{}) {
 	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return
 		case now := <-t.C:
 			t.Reset(c.member.checkSilence(now, c.holdWork))
