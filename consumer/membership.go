@@ -55,6 +55,10 @@ type membership struct {
 	// holds begun.
 	held  atomic.Pointer[holdGate]
 	holds atomic.Uint64
+	// wake tells the silence loop to check again at once: a hold ended or
+	// a session began, and the next hold may be due before the check the
+	// loop planned (the answers may be to heartbeats sent long ago).
+	wake chan struct{}
 }
 
 var (
@@ -63,7 +67,7 @@ var (
 )
 
 func newMembership(group string, log *zerolog.Logger) *membership {
-	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout}
+	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout, wake: make(chan struct{}, 1)}
 }
 
 // kgoDefaultSessionTimeout is franz-go's default session timeout, and the
@@ -107,6 +111,7 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 			}
 			m.outSince, m.lastErr, m.silenceWarned = time.Time{}, nil, false
 			held = m.endHoldLocked()
+			m.poke()
 		case phaseRebalancing:
 			if g := m.held.Load(); g != nil && g.synced {
 				held = m.endHoldLocked()
@@ -244,8 +249,17 @@ func (m *membership) endHoldLocked() *holdGate {
 	g := m.held.Swap(nil)
 	if g != nil {
 		close(g.over)
+		m.poke()
 	}
 	return g
+}
+
+// poke wakes the silence loop (wake).
+func (m *membership) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // endHold ends the hold in force, if any.

@@ -50,7 +50,8 @@ type holdGate struct {
 }
 
 // silenceLoop checks the member's silence when the hold could first be
-// due, and holds the work when it is; it runs until done is closed: the
+// due, and at once when a hold ended or a session began (membership.wake),
+// and holds the work when it is due; it runs until done is closed: the
 // shutdown's drain is over (handlers run during it, on partitions still
 // owned).
 func (c *Consumer) silenceLoop(done <-chan struct{}) {
@@ -60,6 +61,8 @@ func (c *Consumer) silenceLoop(done <-chan struct{}) {
 		select {
 		case <-done:
 			return
+		case <-c.member.wake:
+			t.Reset(c.member.checkSilence(time.Now(), c.holdWork))
 		case now := <-t.C:
 			t.Reset(c.member.checkSilence(now, c.holdWork))
 		}

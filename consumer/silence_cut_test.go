@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestSilenceHoldDuringShutdown: the shutdown lets running handlers finish
@@ -132,4 +134,29 @@ func TestSilenceHoldCutsBatchAfterProgress(t *testing.T) {
 	if st := c.Stats(); st.DeadLettered != 0 {
 		t.Fatalf("a|1 dead-lettered after one failure of its own (calls %v): the cut attempt was counted", calls)
 	}
+}
+
+// TestSilenceLoopChecksWhenHoldEnds: a hold that ends on answers to
+// heartbeats sent long ago leaves the member as silent as before: the
+// silence loop checks again at once, not a hold period later (here an
+// hour, which the test would not wait for).
+func TestSilenceLoopChecksWhenHoldEnds(t *testing.T) {
+	log := zerolog.Nop()
+	m := newMembership("g", &log)
+	m.setSessionTimeout(time.Hour)
+	now := time.Now()
+	m.phase, m.answered, m.sentAt = phaseInSession, now, now.Add(-holdAfter(time.Hour))
+	c := &Consumer{member: m}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); c.silenceLoop(done) }()
+	defer func() { close(done); <-stopped }()
+	eventually(t, "the first hold", func() bool { return m.holds.Load() == 1 })
+	old := kgo.BrokerE2E{ReadWait: 2 * time.Hour} // sent before the last answered one
+	m.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), old)
+	m.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), old)
+	if m.gate() != nil {
+		t.Fatal("the hold did not end at the second heartbeat answered in a session")
+	}
+	eventually(t, "a second hold, the silence going on", func() bool { return m.holds.Load() == 2 })
 }
