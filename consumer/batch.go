@@ -150,6 +150,9 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			tracing.EndProcess(span, nil)
 			return
 		}
+		if done > 0 { // the new head's budget starts with this call, whose failure is its own (or excused)
+			head0 = b[0]
+		}
 		head := b[0]
 		if head.p.isDone(head.seq) || head.p.isFenced() {
 			tracing.EndProcess(span, cause)

@@ -211,7 +211,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.watchdog(bgCtx) }()
-	go func() { defer bg.Done(); c.silenceLoop(bgCtx) }()
+	go func() { defer bg.Done(); c.silenceLoop(c.stop.done) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
 	if c.park != nil {

@@ -56,6 +56,10 @@ type membership struct {
 	// holds begun.
 	held  atomic.Pointer[holdGate]
 	holds atomic.Uint64
+	// wake tells the silence loop to check again at once: a hold ended or
+	// a session began, and the next hold may be due before the check the
+	// loop planned (the answers may be to heartbeats sent long ago).
+	wake chan struct{}
 }
 
 var (
@@ -64,7 +68,7 @@ var (
 )
 
 func newMembership(group string, log *zerolog.Logger) *membership {
-	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout}
+	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout, wake: make(chan struct{}, 1)}
 }
 
 // kgoDefaultSessionTimeout is franz-go's default session timeout, and the
@@ -86,20 +90,41 @@ func (m *membership) setSessionTimeout(v any) {
 type rebalanceFn = func(context.Context, *kgo.Client, map[string][]int32)
 
 // assigned wraps OnPartitionsAssigned: a session began (franz-go calls it
-// at every session's start, with nothing new too). A KIP-848 member whose
-// heartbeats keep failing restarts its session without a revoke or a loss
-// in between: that assignment is no answer from the coordinator, so it
-// leaves the silence as it was.
+// at every session's start, with nothing new too). The silence is counted
+// from the coordinator's answers (OnBrokerE2E), never from a callback: a
+// KIP-848 member whose heartbeats keep failing restarts its session without
+// a revoke or a loss in between, and one that gave a partition up keeps
+// the others through the revoke and the assignment that follows, answered
+// or not. A member that joins anew (owning nothing until now) starts
+// afresh. After a classic rebalance, the assignment a sync answered during
+// a hold ends it: the partitions given away meanwhile (a member the group
+// counted gone rejoins as a new one, with no loss) were revoked just
+// before.
 func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 	return func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 		m.mu.Lock()
-		if m.phase != phaseInSession {
-			now := time.Now()
-			m.phase, m.outSince, m.lastErr, m.answered, m.sentAt, m.silenceWarned = phaseInSession, time.Time{}, nil, now, now, false
-			m.endHoldLocked()
+		var held *holdGate
+		switch m.phase {
+		case phaseJoining, phaseOut:
+			if m.sentAt.IsZero() {
+				now := time.Now()
+				m.answered, m.sentAt = now, now
+			}
+			m.outSince, m.lastErr, m.silenceWarned = time.Time{}, nil, false
+			held = m.endHoldLocked()
+			m.poke()
+		case phaseRebalancing:
+			if g := m.held.Load(); g != nil && g.synced {
+				held = m.endHoldLocked()
+			}
 		}
+		m.phase = phaseInSession
 		m.assigning = len(ps) > 0
 		m.mu.Unlock()
+		if held != nil {
+			m.log.Info().Str("group", m.group).Dur("held_for", time.Since(held.since)).
+				Msg("group coordinator assigned this member its partitions again: held work resumes")
+		}
 		next(ctx, cl, ps)
 		m.mu.Lock()
 		m.assigning = false
@@ -109,7 +134,10 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 
 // revoked wraps OnPartitionsRevoked: a session ends (the callback runs at
 // its end, also with nothing to revoke) and a join for the next begins;
-// franz-go ends a join that fails with a loss.
+// franz-go ends a join that fails with a loss. It leaves a silence hold
+// in force: the member keeps the partitions it was not asked to give up
+// (cooperative, KIP-848), and franz-go also ends a session this way on its
+// own (a changed subscription), with no word from the coordinator.
 func (m *membership) revoked(next rebalanceFn) rebalanceFn {
 	return func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 		m.mu.Lock()
@@ -118,7 +146,6 @@ func (m *membership) revoked(next rebalanceFn) rebalanceFn {
 		}
 		m.mu.Unlock()
 		next(ctx, cl, ps)
-		m.endHold() // after: the revoked partitions are fenced, none of their attempts starts
 	}
 }
 
@@ -147,25 +174,39 @@ func (m *membership) OnGroupManageError(err error) {
 	}
 }
 
-// OnBrokerE2E sees the coordinator answer a heartbeat, classic or KIP-848:
-// the silence counts from when that heartbeat was sent, and a hold ends at
-// the second answer.
+// OnBrokerE2E sees the coordinator answer a heartbeat, classic or KIP-848,
+// or a classic sync (no heartbeat is sent while a classic group
+// rebalances): the silence counts from when the latest answered one was
+// sent. A hold ends at the second heartbeat answered in a session, or at
+// the assignment that follows a sync answered (assigned).
 func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
-	if (key != int16(kmsg.Heartbeat) && key != int16(kmsg.ConsumerGroupHeartbeat)) || e2e.Err() != nil {
+	heartbeat := key == int16(kmsg.Heartbeat) || key == int16(kmsg.ConsumerGroupHeartbeat)
+	if (!heartbeat && key != int16(kmsg.SyncGroup)) || e2e.Err() != nil {
 		return
 	}
 	now := time.Now()
 	m.mu.Lock()
 	silent := m.phase == phaseInSession && m.silenceWarned
-	m.answered, m.sentAt, m.silenceWarned = now, now.Add(-e2e.DurationE2E()), false
+	m.answered, m.silenceWarned = now, false
+	if sent := now.Add(-e2e.DurationE2E()); sent.After(m.sentAt) {
+		m.sentAt = sent
+	}
 	var held *holdGate
 	if g := m.held.Load(); g != nil {
-		// The hook cannot see the answer's error code: the first answer
-		// may be the one that fences the member, which franz-go turns
-		// into a loss before it sends another heartbeat. A second
-		// answer is a heartbeat the session went on with.
-		if g.answers++; g.answers >= 2 {
-			held = m.endHoldLocked()
+		switch {
+		case !heartbeat:
+			g.synced = true
+		case m.phase == phaseInSession:
+			// The hook cannot see the answer's error code: the first
+			// answer may be the one that fences the member, which
+			// franz-go turns into a loss before it sends another
+			// heartbeat. A second answer is a heartbeat the session
+			// went on with. While the member rebalances, its
+			// partitions may differ from the group's until the next
+			// assignment: answers then do not count.
+			if g.answers++; g.answers >= 2 {
+				held = m.endHoldLocked()
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -177,17 +218,18 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 	}
 }
 
-// checkSilence begins a hold when the member, in a session, has had no
-// heartbeat answered for holdAfter since the last answered one was sent;
-// hold is then called (outside the lock) to cut the attempts running. It
-// returns when to check again: never after the hold could be due.
+// checkSilence begins a hold when the member, in a session or rebalancing
+// (it may own partitions), has had no heartbeat answered for holdAfter
+// since the last answered one was sent; hold is then called (outside the
+// lock) to cut the attempts running. It returns when to check again: never
+// after the hold could be due.
 func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
 	m.mu.Lock()
 	after := holdAfter(m.sessionTimeout)
 	due := m.sentAt.Add(after)
-	if m.phase != phaseInSession || m.held.Load() != nil {
+	if (m.phase != phaseInSession && m.phase != phaseRebalancing) || m.held.Load() != nil {
 		m.mu.Unlock()
-		return after // a session (re)starting now is due no sooner
+		return after // a session starting now is due no sooner
 	}
 	if now.Before(due) {
 		m.mu.Unlock()
@@ -212,8 +254,17 @@ func (m *membership) endHoldLocked() *holdGate {
 	g := m.held.Swap(nil)
 	if g != nil {
 		close(g.over)
+		m.poke()
 	}
 	return g
+}
+
+// poke wakes the silence loop (wake).
+func (m *membership) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // endHold ends the hold in force, if any.

@@ -78,6 +78,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 	c.lanes.stop()
 	c.lanes.wg.Wait()
 	bg.Wait()
+	c.member.endHold() // no handler runs any more: a hold in force is over
 
 	ctx, cancel := context.WithDeadline(context.Background(), c.finalDeadline(time.Now()))
 	defer cancel()

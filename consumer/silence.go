@@ -16,9 +16,12 @@ import (
 // last four fifths of the session timeout has been answered
 // (holdAfter), it cancels the contexts of the attempts running and starts
 // none, in every lane, until the session is seen going on (a second
-// heartbeat answered: the first answer may be the one that fences the
-// member, and franz-go ends the session before it sends another) or it
-// ends (partitions lost or revoked: they are released as usual). The records
+// heartbeat answered in a session: the first answer may be the one that
+// fences the member, and franz-go ends the session before it sends
+// another; or the assignment after a classic sync answered) or it ends
+// (partitions lost: they are released as usual). A hold can begin, and
+// lasts, while the member rebalances (it keeps the partitions not revoked)
+// and during the shutdown's drain. The records
 // stay where they are; an attempt cut by the hold, or failing while it
 // holds, is not counted against its retry budget nor by the breaker. A
 // handler that honours its context therefore never runs when another
@@ -38,20 +41,28 @@ func holdAfter(sessionTimeout time.Duration) time.Duration {
 // holdGate is one silence hold: since when, and a channel closed when it
 // ends.
 type holdGate struct {
-	since   time.Time
-	over    chan struct{}
-	answers int // heartbeats answered since it began; guarded by membership.mu
+	since time.Time
+	over  chan struct{}
+	// Guarded by membership.mu: heartbeats answered in a session since it
+	// began, and whether a classic sync was answered since.
+	answers int
+	synced  bool
 }
 
 // silenceLoop checks the member's silence when the hold could first be
-// due, and holds the work when it is; it runs until ctx ends.
-func (c *Consumer) silenceLoop(ctx context.Context) {
+// due, and at once when a hold ended or a session began (membership.wake),
+// and holds the work when it is due; it runs until done is closed: the
+// shutdown's drain is over (handlers run during it, on partitions still
+// owned).
+func (c *Consumer) silenceLoop(done <-chan struct{}) {
 	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return
+		case <-c.member.wake:
+			t.Reset(c.member.checkSilence(time.Now(), c.holdWork))
 		case now := <-t.C:
 			t.Reset(c.member.checkSilence(now, c.holdWork))
 		}

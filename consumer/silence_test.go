@@ -15,13 +15,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// heartbeatMember is the member ID of a heartbeat request (classic or
-// KIP-848), "" for any other request.
-func heartbeatMember(req kmsg.Request) string {
+// groupMember is the member ID of a group request (a classic heartbeat,
+// join or sync; a KIP-848 heartbeat), "" for any other request.
+func groupMember(req kmsg.Request) string {
 	switch r := req.(type) {
 	case *kmsg.HeartbeatRequest:
 		return r.MemberID
 	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return r.MemberID
+	case *kmsg.JoinGroupRequest:
+		return r.MemberID
+	case *kmsg.SyncGroupRequest:
 		return r.MemberID
 	}
 	return ""
@@ -30,7 +34,8 @@ func heartbeatMember(req kmsg.Request) string {
 // heartbeatGate delays, under both protocols, the heartbeats of the
 // members it mutes until it unmutes them: the coordinator then answers
 // them as usual (the member may be gone by then). It records the member
-// IDs seen in heartbeats.
+// IDs seen in heartbeats. groupGate does the same for other group
+// requests too.
 type heartbeatGate struct {
 	mu    sync.Mutex
 	muted func(member string) bool // nil: none
@@ -39,11 +44,16 @@ type heartbeatGate struct {
 }
 
 func (e *env) heartbeatGate() *heartbeatGate {
+	return e.groupGate(kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat)
+}
+
+// groupGate is a heartbeatGate over the requests of the given keys.
+func (e *env) groupGate(keys ...kmsg.Key) *heartbeatGate {
 	g := &heartbeatGate{ids: map[string]bool{}}
-	for _, k := range []kmsg.Key{kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat} {
+	for _, k := range keys {
 		e.c.ControlKey(int16(k), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			e.c.KeepControl()
-			if open := g.held(heartbeatMember(req)); open != nil {
+			if open := g.held(groupMember(req)); open != nil {
 				e.c.SleepControl(func() { <-open })
 			}
 			return nil, nil, false
