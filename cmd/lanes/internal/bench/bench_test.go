@@ -222,8 +222,9 @@ func TestParseStuck(t *testing.T) {
 }
 
 // TestBenchScaleSmall grows a group from one member process to two on the
-// embedded broker: both counts settle (every member owning partitions)
-// and consume. No timing is asserted.
+// embedded broker, twice (a preloaded topic, then one sent to): both
+// counts settle (every member owning partitions), consume, and report
+// latencies. No timing is asserted.
 func TestBenchScaleSmall(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := Run(context.Background(), []string{"--scale", "1,2", "--sessions", "100", "--partitions", "4",
@@ -239,8 +240,33 @@ func TestBenchScaleSmall(t *testing.T) {
 		t.Fatalf("%d steps, want 2\n%s", len(rep.Steps), out.String())
 	}
 	for _, s := range rep.Steps {
-		if s.Rate <= 0 || s.Settle <= 0 || s.Bound != float64(s.Members)*1000 {
+		if s.Rate <= 0 || s.Settle <= 0 || s.Bound != float64(s.Members)*1000 || s.Offered != 0.8*s.Bound ||
+			s.OpenRate <= 0 || s.P50 <= 0 || s.P99 < s.P50 {
 			t.Errorf("%d members: %+v", s.Members, s)
+		}
+	}
+}
+
+func TestParseScale(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		bad  string // "" when valid
+	}{
+		{[]string{"--scale", "1,2,4,8"}, ""},
+		{[]string{"--scale", "1,3", "--pool", "10", "--work", "5ms", "--duration", "2s", "--partitions", "4"}, ""},
+		{[]string{"--scale", "2,1"}, "want growing member counts"},
+		{[]string{"--scale", "0,1"}, "want growing member counts"},
+		{[]string{"--scale", "1,x"}, "want growing member counts"},
+		{[]string{"--scale", "1,64"}, "64 members for 48 partitions"},
+		{[]string{"--scale", "1,2", "--rate", "10"}, "--rate: not used with --scale"},
+		{[]string{"--scale", "1,2", "--work", "0"}, "want one positive duration"},
+	} {
+		c, err := parseBench(tc.args, io.Discard)
+		switch {
+		case tc.bad == "" && (err != nil || c.scale == nil || len(c.workloads) != 1):
+			t.Errorf("%v: %v, %+v", tc.args, err, c.scale)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.bad)
 		}
 	}
 }

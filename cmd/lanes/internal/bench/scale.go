@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,64 +90,36 @@ type ScaleStep struct {
 	Speedup float64 `json:"speedup"`
 	// Bound is what the members' pools allow: members × pool ÷ work.
 	Bound float64 `json:"bound_msgs_per_s"`
+	// The open sweep: Offered msg/s (80 % of Bound) sent for the window,
+	// OpenRate handled, and the latencies of those messages (record
+	// timestamp to handled; bucket bounds, 10 % apart).
+	Offered  float64       `json:"offered_msgs_per_s"`
+	OpenRate float64       `json:"open_handled_msgs_per_s"`
+	P50      time.Duration `json:"open_p50_ns"`
+	P99      time.Duration `json:"open_p99_ns"`
 }
 
-// runScale grows one group through spec.counts member processes on a
-// preloaded topic, and reports the group's throughput and settle time at
-// each count.
+// runScale runs two sweeps, each growing one group through spec.counts
+// member processes: on a preloaded topic, the group's throughput and the
+// settle time of each membership change; then on a topic sent to at 80 %
+// of what the members' pools allow, the latency (record timestamp to
+// handled) at each count.
 func (b *bench) runScale(ctx context.Context, w workload, spec scaleSpec, stdout io.Writer) error {
-	topic := b.prefix + "-scale"
-	if err := cli.CreateTopics(ctx, b.broker, 30*time.Second, int32(w.Partitions), topic); err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = b.broker.DeleteTopics(dctx, topic)
-	}()
-	perMember := float64(spec.pool) / spec.work.Seconds()
-	total := 0
-	for _, n := range spec.counts {
-		total += int(float64(n) * perMember * (spec.window + 10*time.Second).Seconds())
-	}
-	fmt.Fprintf(b.stderr, "scale: preloading %d messages of %d sessions into %d partitions\n", total, w.Sessions, w.Partitions)
-	if err := b.preloadScale(ctx, topic, w.Sessions, total); err != nil {
-		return err
-	}
 	adm, err := b.broker.Client()
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
-	g := &memberGroup{group: topic + "-g", env: []string{envMember + "=1", envBrokers + "=" + strings.Join(b.brokers, ","),
-		envGroup + "=" + topic + "-g", envTopic + "=" + topic, envWork + "=" + spec.work.String(), envPool + "=" + strconv.Itoa(spec.pool)},
-		owned: map[int]int{}, changed: make(chan struct{})}
-	defer g.stop()
-	var steps []ScaleStep
-	for _, n := range spec.counts {
-		began := time.Now()
-		for len(g.procs) < n {
-			if err := g.spawn(); err != nil {
-				return err
-			}
-		}
-		if err := g.waitSettled(ctx, w.Partitions, 2*time.Minute); err != nil {
-			return fmt.Errorf("%d members: %w", n, err)
-		}
-		st := ScaleStep{Members: n, Settle: time.Since(began), Bound: float64(n) * perMember}
-		rate, err := committedRate(ctx, kadm.NewClient(adm), g.group, topic, spec.window)
-		if err != nil {
-			return fmt.Errorf("%d members: %w", n, err)
-		}
-		st.Rate = rate
-		if len(steps) > 0 && steps[0].Rate > 0 {
-			st.Speedup = rate / steps[0].Rate
-		} else {
-			st.Speedup = 1
-		}
-		fmt.Fprintf(b.stderr, "%d members: settled in %v, %.0f msg/s (%.2f× one member; the pools allow %.0f)\n",
-			n, st.Settle.Round(10*time.Millisecond), st.Rate, st.Speedup, st.Bound)
-		steps = append(steps, st)
+	steps, err := b.scaleSweep(ctx, w, spec, adm, false)
+	if err != nil {
+		return err
+	}
+	open, err := b.scaleSweep(ctx, w, spec, adm, true)
+	if err != nil {
+		return err
+	}
+	for i := range steps {
+		steps[i].Offered, steps[i].OpenRate, steps[i].P50, steps[i].P99 = open[i].Offered, open[i].OpenRate, open[i].P50, open[i].P99
 	}
 	rep := scaleReport{Sessions: w.Sessions, Partitions: w.Partitions, Work: spec.work, Pool: spec.pool,
 		Window: spec.window, Where: b.where, Steps: steps}
@@ -161,6 +131,148 @@ func (b *bench) runScale(ctx context.Context, w workload, spec scaleSpec, stdout
 		return rep.plot(b.cfg.plots)
 	}
 	return nil
+}
+
+// scaleSweep grows a fresh group on a fresh topic through spec.counts
+// members. Closed (open false): the topic is preloaded, and each count's
+// rate is read from the group's commits. Open: the topic is sent to at 80 %
+// of the count's bound during each window, and the members' latencies over
+// it are summed.
+func (b *bench) scaleSweep(ctx context.Context, w workload, spec scaleSpec, adm *kgo.Client, open bool) ([]ScaleStep, error) {
+	topic := b.prefix + "-scale-closed"
+	if open {
+		topic = b.prefix + "-scale-open"
+	}
+	if err := cli.CreateTopics(ctx, b.broker, 30*time.Second, int32(w.Partitions), topic); err != nil {
+		return nil, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = b.broker.DeleteTopics(dctx, topic)
+	}()
+	perMember := float64(spec.pool) / spec.work.Seconds()
+	if !open {
+		total := 0
+		for _, n := range spec.counts {
+			total += int(float64(n) * perMember * (spec.window + 10*time.Second).Seconds())
+		}
+		fmt.Fprintf(b.stderr, "scale: preloading %d messages of %d sessions into %d partitions\n", total, w.Sessions, w.Partitions)
+		if err := b.preloadScale(ctx, topic, w.Sessions, total); err != nil {
+			return nil, err
+		}
+	}
+	g := &memberGroup{group: topic + "-g", env: []string{envMember + "=1", envBrokers + "=" + strings.Join(b.brokers, ","),
+		envGroup + "=" + topic + "-g", envTopic + "=" + topic, envWork + "=" + spec.work.String(), envPool + "=" + strconv.Itoa(spec.pool)},
+		owned: map[int]int{}, lat: map[int][latBuckets]int64{}, changed: make(chan struct{})}
+	defer g.stop()
+	var steps []ScaleStep
+	for _, n := range spec.counts {
+		began := time.Now()
+		for len(g.procs) < n {
+			if err := g.spawn(); err != nil {
+				return nil, err
+			}
+		}
+		if err := g.waitSettled(ctx, w.Partitions, 2*time.Minute); err != nil {
+			return nil, fmt.Errorf("%d members: %w", n, err)
+		}
+		st := ScaleStep{Members: n, Settle: time.Since(began), Bound: float64(n) * perMember}
+		var err error
+		if open {
+			err = b.openWindow(ctx, g, topic, w.Sessions, spec.window, &st)
+		} else {
+			st.Rate, err = committedRate(ctx, kadm.NewClient(adm), g.group, topic, spec.window)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%d members: %w", n, err)
+		}
+		if open {
+			fmt.Fprintf(b.stderr, "%d members, %.0f msg/s offered: %.0f handled, p99 %v\n", n, st.Offered, st.OpenRate, st.P99)
+		} else {
+			st.Speedup = 1
+			if len(steps) > 0 && steps[0].Rate > 0 {
+				st.Speedup = st.Rate / steps[0].Rate
+			}
+			fmt.Fprintf(b.stderr, "%d members: settled in %v, %.0f msg/s (%.2f× one member; the pools allow %.0f)\n",
+				n, st.Settle.Round(10*time.Millisecond), st.Rate, st.Speedup, st.Bound)
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}
+
+// openWindow sends to topic at 80 % of st.Bound for window, round robin
+// over sessions, then waits (at most 30 s) for the members to have handled
+// what was sent, and sets st's offered and handled rates and latencies
+// over the window's messages.
+func (b *bench) openWindow(ctx context.Context, g *memberGroup, topic string, sessions int, window time.Duration, st *ScaleStep) error {
+	st.Offered = 0.8 * st.Bound
+	cl, err := b.broker.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	before := g.latencies()
+	began := time.Now()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	sent := 0
+	for time.Since(began) < window {
+		due := int(time.Since(began).Seconds() * st.Offered)
+		for ; sent < due; sent++ {
+			s := "s" + strconv.Itoa(sent%sessions)
+			cl.Produce(ctx, &kgo.Record{Key: []byte(s), Value: []byte(s)}, nil)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var got [latBuckets]int64
+	for {
+		got = g.latencies()
+		if n := sumBuckets(got) - sumBuckets(before); n >= int64(sent) || time.Now().After(deadline) {
+			break
+		}
+		if err := g.waitChange(ctx); err != nil {
+			return err
+		}
+	}
+	for i := range got {
+		got[i] -= before[i]
+	}
+	st.OpenRate = float64(sumBuckets(got)) / window.Seconds()
+	st.P50, st.P99 = latQuantile(got, 0.5), latQuantile(got, 0.99)
+	return nil
+}
+
+func sumBuckets(h [latBuckets]int64) int64 {
+	var n int64
+	for _, x := range h {
+		n += x
+	}
+	return n
+}
+
+// latQuantile is the upper bound of the bucket holding quantile q of h.
+func latQuantile(h [latBuckets]int64, q float64) time.Duration {
+	n := sumBuckets(h)
+	if n == 0 {
+		return 0
+	}
+	want, seen := int64(math.Ceil(q*float64(n))), int64(0)
+	for i, x := range h {
+		if seen += x; seen >= want {
+			return latUpper(i)
+		}
+	}
+	return latUpper(latBuckets - 1)
 }
 
 // preloadScale writes n messages round robin over sessions, keyed by
@@ -236,104 +348,4 @@ func committedRate(ctx context.Context, adm *kadm.Client, group, topic string, w
 		return 0, errors.New("the preloaded backlog ran out during the window: the rate would not be the group's")
 	}
 	return float64(c1-c0) / time.Since(t0).Seconds(), nil
-}
-
-// memberGroup is the member processes of a --scale run and what they own.
-type memberGroup struct {
-	group string
-	env   []string
-	procs []*exec.Cmd
-	stdin []io.WriteCloser
-	wg    sync.WaitGroup
-
-	mu      sync.Mutex
-	owned   map[int]int // member index → partitions it reports owning
-	exited  int         // members whose output ended (they exited)
-	changed chan struct{}
-}
-
-// spawn starts one more member process.
-func (g *memberGroup) spawn() error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("scale: find this program to run members: %w", err)
-	}
-	cmd := exec.Command(self, "bench")
-	cmd.Env = append(os.Environ(), g.env...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("scale: start a member: %w", err)
-	}
-	i := len(g.procs)
-	g.procs, g.stdin = append(g.procs, cmd), append(g.stdin, in)
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if n, ok := strings.CutPrefix(sc.Text(), "partitions "); ok {
-				v, _ := strconv.Atoi(n)
-				g.note(func() { g.owned[i] = v })
-			}
-		}
-		g.note(func() { g.exited++ })
-	}()
-	return nil
-}
-
-// note applies f under the lock and wakes waitSettled.
-func (g *memberGroup) note(f func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f()
-	close(g.changed)
-	g.changed = make(chan struct{})
-}
-
-// waitSettled waits until every member owns partitions and all of them
-// are owned.
-func (g *memberGroup) waitSettled(ctx context.Context, partitions int, limit time.Duration) error {
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		g.mu.Lock()
-		sum, all, ch, exited := 0, len(g.owned) == len(g.procs), g.changed, g.exited
-		for _, n := range g.owned {
-			sum += n
-			all = all && n > 0
-		}
-		g.mu.Unlock()
-		if exited > 0 {
-			return fmt.Errorf("%d member process(es) exited (their error is above)", exited)
-		}
-		if all && sum == partitions {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return fmt.Errorf("the group did not settle within %v: members own %d of %d partitions", limit, sum, partitions)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// stop closes every member's standard input and waits for them to exit.
-func (g *memberGroup) stop() {
-	for _, in := range g.stdin {
-		_ = in.Close()
-	}
-	g.wg.Wait() // their output read to its end, before Wait closes it
-	for _, p := range g.procs {
-		_ = p.Wait()
-	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer"
@@ -51,14 +53,16 @@ func runMember(stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("%s %q: want a positive count", envPool, os.Getenv(envPool))
 	}
 	slots := make(chan struct{}, pool) // the process's dependency: at most pool calls at once
-	h := consumer.HandlerFunc(func(ctx context.Context, _ *consumer.Message) error {
+	var lat latencies
+	h := consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		defer func() { <-slots }()
 		time.Sleep(work) // the simulated call to the dependency
+		<-slots
+		lat.add(time.Since(m.Record.Timestamp))
 		return nil
 	})
 	c, err := consumer.New(consumer.Config{Brokers: strings.Split(os.Getenv(envBrokers), ","), Group: os.Getenv(envGroup),
@@ -87,8 +91,68 @@ func runMember(stdin io.Reader, stdout io.Writer) error {
 			if n := len(c.Stats().Partitions); n != last {
 				last = n
 				fmt.Fprintf(out, "partitions %d\n", n)
-				_ = out.Flush()
 			}
+			fmt.Fprintf(out, "latencies %s\n", lat.text())
+			_ = out.Flush()
 		}
 	}
+}
+
+// latencies counts the messages handled by their latency (the record's
+// timestamp to handled), in buckets 10 % apart from 10 µs.
+type latencies struct {
+	mu sync.Mutex
+	n  [latBuckets]int64
+}
+
+const latBuckets = 180 // up to about 280 s
+
+func latBucket(d time.Duration) int {
+	us := float64(d.Microseconds())
+	if us < 10 {
+		return 0
+	}
+	return min(latBuckets-1, 1+int(math.Log(us/10)/math.Log(1.1)))
+}
+
+// latUpper is the upper bound of bucket i.
+func latUpper(i int) time.Duration {
+	return time.Duration(10*math.Pow(1.1, float64(i))) * time.Microsecond
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.n[latBucket(d)]++
+	l.mu.Unlock()
+}
+
+// text is the counts so far, space-separated.
+func (l *latencies) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for i, n := range l.n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatInt(n, 10))
+	}
+	return b.String()
+}
+
+// parseLatencies reads text's output.
+func parseLatencies(s string) ([latBuckets]int64, bool) {
+	var out [latBuckets]int64
+	f := strings.Fields(s)
+	if len(f) != latBuckets {
+		return out, false
+	}
+	for i, x := range f {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return out, false
+		}
+		out[i] = v
+	}
+	return out, true
 }
