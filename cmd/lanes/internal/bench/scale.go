@@ -213,6 +213,9 @@ func (b *bench) openWindow(ctx context.Context, g *memberGroup, topic string, se
 		return err
 	}
 	defer cl.Close()
+	if err := warmUp(ctx, g, cl, sessions); err != nil {
+		return err
+	}
 	before := g.latencies()
 	began := time.Now()
 	t := time.NewTicker(5 * time.Millisecond)
@@ -233,16 +236,9 @@ func (b *bench) openWindow(ctx context.Context, g *memberGroup, topic string, se
 	if err := cl.Flush(ctx); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var got [latBuckets]int64
-	for {
-		got = g.latencies()
-		if n := sumBuckets(got) - sumBuckets(before); n >= int64(sent) || time.Now().After(deadline) {
-			break
-		}
-		if err := g.waitChange(ctx); err != nil {
-			return err
-		}
+	got, err := g.waitHandled(ctx, before, sent, 30*time.Second)
+	if err != nil {
+		return err
 	}
 	for i := range got {
 		got[i] -= before[i]
@@ -250,6 +246,39 @@ func (b *bench) openWindow(ctx context.Context, g *memberGroup, topic string, se
 	st.OpenRate = float64(sumBuckets(got)) / window.Seconds()
 	st.P50, st.P99 = latQuantile(got, 0.5), latQuantile(got, 0.99)
 	return nil
+}
+
+// warmUp sends a message of every session through cl and waits until
+// the members handled them: the producer knows the topic's partitions and
+// their leaders, and the members are fetching, before a window is timed.
+func warmUp(ctx context.Context, g *memberGroup, cl *kgo.Client, sessions int) error {
+	before := g.latencies()
+	recs := make([]*kgo.Record, sessions)
+	for i := range recs {
+		s := "s" + strconv.Itoa(i)
+		recs[i] = &kgo.Record{Key: []byte(s), Value: []byte(s)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	_, err := g.waitHandled(ctx, before, sessions, 30*time.Second)
+	return err
+}
+
+// waitHandled waits until the members handled n messages more than the
+// counts before say, for at most limit (then it returns what they
+// handled), and returns their counts.
+func (g *memberGroup) waitHandled(ctx context.Context, before [latBuckets]int64, n int, limit time.Duration) ([latBuckets]int64, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		got := g.latencies()
+		if sumBuckets(got)-sumBuckets(before) >= int64(n) || time.Now().After(deadline) {
+			return got, nil
+		}
+		if err := g.waitChange(ctx); err != nil {
+			return got, err
+		}
+	}
 }
 
 func sumBuckets(h [latBuckets]int64) int64 {
