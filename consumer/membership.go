@@ -60,6 +60,8 @@ type membership struct {
 	// a session began, and the next hold may be due before the check the
 	// loop planned (the answers may be to heartbeats sent long ago).
 	wake chan struct{}
+	// clock is time.Now; a test sets its own.
+	clock func() time.Time
 }
 
 var (
@@ -68,7 +70,7 @@ var (
 )
 
 func newMembership(group string, log *zerolog.Logger) *membership {
-	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout, wake: make(chan struct{}, 1)}
+	return &membership{group: group, log: log, sessionTimeout: kgoDefaultSessionTimeout, wake: make(chan struct{}, 1), clock: time.Now}
 }
 
 // kgoDefaultSessionTimeout is franz-go's default session timeout, and the
@@ -107,7 +109,7 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 		switch m.phase {
 		case phaseJoining, phaseOut:
 			if m.sentAt.IsZero() {
-				now := time.Now()
+				now := m.clock()
 				m.answered, m.sentAt = now, now
 			}
 			m.outSince, m.lastErr, m.silenceWarned = time.Time{}, nil, false
@@ -122,7 +124,7 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 		m.assigning = len(ps) > 0
 		m.mu.Unlock()
 		if held != nil {
-			m.log.Info().Str("group", m.group).Dur("held_for", time.Since(held.since)).
+			m.log.Info().Str("group", m.group).Dur("held_for", m.clock().Sub(held.since)).
 				Msg("group coordinator assigned this member its partitions again: held work resumes")
 		}
 		next(ctx, cl, ps)
@@ -155,7 +157,7 @@ func (m *membership) lost(next rebalanceFn) rebalanceFn {
 	return func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 		m.mu.Lock()
 		if m.phase == phaseInSession || m.phase == phaseRebalancing {
-			m.phase, m.outSince = phaseOut, time.Now()
+			m.phase, m.outSince = phaseOut, m.clock()
 		}
 		m.mu.Unlock()
 		next(ctx, cl, ps)
@@ -170,7 +172,7 @@ func (m *membership) OnGroupManageError(err error) {
 	defer m.mu.Unlock()
 	m.lastErr = err
 	if m.phase == phaseInSession || m.phase == phaseRebalancing {
-		m.phase, m.outSince = phaseOut, time.Now()
+		m.phase, m.outSince = phaseOut, m.clock()
 	}
 }
 
@@ -184,7 +186,7 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 	if (!heartbeat && key != int16(kmsg.SyncGroup)) || e2e.Err() != nil {
 		return
 	}
-	now := time.Now()
+	now := m.clock()
 	m.mu.Lock()
 	silent := m.phase == phaseInSession && m.silenceWarned
 	m.answered, m.silenceWarned = now, false
