@@ -133,7 +133,7 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		holds := c.member.holds.Load()
 		span, err := c.callBatch(l, b[0], ms)
 		done, cause := batchOutcome(err, len(b))
-		cause, cut := c.silenced(cause, holds)
+		cut, cause := c.silenced(cause, holds)
 		rep := cause
 		if done > 0 {
 			rep = nil // progress: the dependency answers

@@ -56,7 +56,7 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 		m.Attempt = attempt
 		holds := c.member.holds.Load()
 		span, err := c.call(l, w, m)
-		err, cut := c.silenced(err, holds)
+		cut, err := c.silenced(err, holds)
 		excused := c.brk != nil && c.breakerReport(w.p, probe, err)
 		if err == nil {
 			tracing.EndProcess(span, nil)

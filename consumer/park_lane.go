@@ -237,7 +237,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	}
 	holds := c.member.holds.Load()
 	span, err := c.call(l, rw, &rw.msg)
-	err, cut := c.silenced(err, holds)
+	cut, err := c.silenced(err, holds)
 	excused := c.brk != nil && c.breakerReport(p, probe, err)
 	tracing.EndProcess(span, err)
 	now := time.Now()

@@ -220,15 +220,7 @@ func TestParkDrainsWithoutTicks(t *testing.T) {
 	e := newEnv(t, 2, "chats", "chats.park", "dlq")
 	const n = 30
 	sessions := sessionNames(3)
-	var recs []*kgo.Record
-	for seq := range n {
-		for _, s := range sessions {
-			recs = append(recs, &kgo.Record{Topic: "chats", Key: []byte(s), Value: []byte(s + "|" + strconv.Itoa(seq))})
-		}
-	}
-	if err := e.client().ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	e.produce("chats", sessions, n)
 	var parked atomic.Bool
 	rec := newRecorder(n*len(sessions), func(ctx context.Context, m *Message) error {
 		if s, seq := parseValue(m.Record.Value); s == sessions[1] && seq == 0 && parked.CompareAndSwap(false, true) {

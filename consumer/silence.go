@@ -105,12 +105,12 @@ func (c *Consumer) silenceWait(w *work) bool {
 	return true
 }
 
-// silenced returns err marked as the hold's when the attempt that returned
-// it failed while a hold began or lasted (holds0 is the count of holds
-// when it started), and whether it did.
-func (c *Consumer) silenced(err error, holds0 uint64) (error, bool) {
+// silenced reports whether the attempt that returned err failed while a
+// hold began or lasted (holds0 is the count of holds when it started),
+// and returns err, marked as the hold's when it did.
+func (c *Consumer) silenced(err error, holds0 uint64) (bool, error) {
 	if err == nil || !c.member.heldSince(holds0) {
-		return err, false
+		return false, err
 	}
-	return errors.Join(errGroupSilent, err), true
+	return true, errors.Join(errGroupSilent, err)
 }

@@ -217,10 +217,13 @@ func (r *benchReport) rows() [][]string {
 	return rows
 }
 
-func (r *benchReport) writeJSON(w io.Writer) error {
+func (r *benchReport) writeJSON(w io.Writer) error { return writeJSON(w, r) }
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil

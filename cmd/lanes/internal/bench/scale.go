@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
@@ -158,7 +157,14 @@ func (b *bench) scaleSweep(ctx context.Context, w workload, spec scaleSpec, adm 
 			total += int(float64(n) * perMember * (spec.window + 10*time.Second).Seconds())
 		}
 		fmt.Fprintf(b.stderr, "scale: preloading %d messages of %d sessions into %d partitions\n", total, w.Sessions, w.Partitions)
-		if err := b.preloadScale(ctx, topic, w.Sessions, total); err != nil {
+		w.Messages = total
+		snd, err := newSender(b.broker, w, w.plan())
+		if err != nil {
+			return nil, err
+		}
+		err = snd.preload(ctx, topic)
+		snd.close()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -302,42 +308,6 @@ func latQuantile(h [latBuckets]int64, q float64) time.Duration {
 		}
 	}
 	return latUpper(latBuckets - 1)
-}
-
-// preloadScale writes n messages round robin over sessions, keyed by
-// session.
-func (b *bench) preloadScale(ctx context.Context, topic string, sessions, n int) error {
-	cl, err := b.broker.Client(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var mu sync.Mutex
-	var first error
-	for i := range n {
-		s := "s" + strconv.Itoa(i%sessions)
-		cl.Produce(ctx, &kgo.Record{Key: []byte(s), Value: []byte(s + "|" + strconv.Itoa(i/sessions))}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				first = cmpErr(first, err)
-				mu.Unlock()
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return fmt.Errorf("preload: %w", err)
-	}
-	if first != nil {
-		return fmt.Errorf("preload: %w", first)
-	}
-	return nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // committedRate is the group's committed offsets' growth over window, in

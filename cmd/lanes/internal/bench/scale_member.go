@@ -82,7 +82,7 @@ func runMember(stdin io.Reader, stdout io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	last := -1
+	last, lastLat := -1, ""
 	for {
 		select {
 		case err := <-done:
@@ -92,7 +92,10 @@ func runMember(stdin io.Reader, stdout io.Writer) error {
 				last = n
 				fmt.Fprintf(out, "partitions %d\n", n)
 			}
-			fmt.Fprintf(out, "latencies %s\n", lat.text())
+			if t := lat.text(); t != lastLat { // only when something was handled
+				lastLat = t
+				fmt.Fprintf(out, "latencies %s\n", t)
+			}
 			_ = out.Flush()
 		}
 	}

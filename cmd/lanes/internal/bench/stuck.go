@@ -151,7 +151,7 @@ func (b *bench) runStuck(ctx context.Context, w workload, spec stuckSpec, stdout
 		rs = append(rs, r)
 	}
 	rs[0].Ratio = 1
-	rep := stuckReport{Spec: spec.text, Sessions: w.Sessions, Stuck: stuck, Rate: w.Rate, Duration: w.Duration,
+	rep := stuckReport{Spec: spec.text, StuckFor: spec.dur, Sessions: w.Sessions, Stuck: stuck, Rate: w.Rate, Duration: w.Duration,
 		Work: w.Work, Partitions: w.Partitions, Where: b.where, Results: rs}
 	if b.cfg.json {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -376,7 +376,7 @@ func (s *stuckSide) result(mode string, watch *lagWatch, stderr io.Writer) Stuck
 		}
 		fmt.Fprintf(stderr, "  %s: %s\n", mode, d)
 	}
-	r := StuckResult{Mode: mode, PeakLag: watch.peak, LongestStall: watch.longest(), Parked: watch.parked,
+	r := StuckResult{Mode: mode, PeakLag: watch.peak, LongestStall: watch.stall, Parked: watch.parked,
 		Violations: rep.Violations, Overlaps: rep.Overlaps, Lost: rep.Lost, Finished: rep.Lost == 0,
 		Elapsed: time.Since(time.Unix(0, s.began.Load()))}
 	s.mu.Lock()

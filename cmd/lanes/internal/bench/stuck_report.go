@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -45,11 +43,10 @@ func (w *lagWatch) sample(now time.Time, st consumer.Stats) {
 	w.parked = max(w.parked, parked)
 }
 
-func (w *lagWatch) longest() time.Duration { return w.stall }
-
 // stuckReport is the --stuck comparison.
 type stuckReport struct {
 	Spec       string        `json:"stuck"`
+	StuckFor   time.Duration `json:"stuck_for_ns"`
 	Sessions   int           `json:"sessions"`
 	Stuck      int           `json:"stuck_sessions"`
 	Rate       int           `json:"msgs_per_s"`
@@ -68,18 +65,9 @@ const (
 	maxParkP99   = 1.5
 )
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	return nil
-}
-
 func (r stuckReport) print(w io.Writer) {
 	fmt.Fprintf(w, "lanes bench --stuck %s: %d sessions, %d stuck for %v; %d msg/s for %v, work %v, %d partitions, %s\n\n",
-		r.Spec, r.Sessions, r.Stuck, r.Results[0].stuckFor(r), r.Rate, r.Duration, r.Work, r.Partitions, r.Where)
+		r.Spec, r.Sessions, r.Stuck, r.StuckFor, r.Rate, r.Duration, r.Work, r.Partitions, r.Where)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tothers msg/s\t÷ no stuck\tothers p99\tpeak commit lag\tlongest commit stall\tpeak parked\tviolations\toverlaps\tlost\t")
 	for _, x := range r.Results {
@@ -102,12 +90,6 @@ func (r stuckReport) print(w io.Writer) {
 	}
 }
 
-// stuckFor is the stuck duration as the report states it.
-func (StuckResult) stuckFor(r stuckReport) string {
-	_, d, _ := strings.Cut(r.Spec, ":")
-	return d
-}
-
 func ratio(a, b time.Duration) float64 {
 	if b <= 0 {
 		return 0
@@ -125,8 +107,6 @@ type stuckTarget struct {
 // parking is for). Order and loss hold in every run.
 func (r stuckReport) targets() []stuckTarget {
 	base, inLane, park := r.Results[0], r.Results[1], r.Results[2]
-	_, d, _ := strings.Cut(r.Spec, ":")
-	dur, _ := time.ParseDuration(d)
 	clean := true
 	for _, x := range r.Results {
 		clean = clean && x.Violations == 0 && x.Overlaps == 0 && x.Lost == 0
@@ -134,7 +114,7 @@ func (r stuckReport) targets() []stuckTarget {
 	return []stuckTarget{
 		{fmt.Sprintf("park: others' throughput ≥ %.1f× no stuck", minParkRatio), park.Ratio >= minParkRatio},
 		{fmt.Sprintf("park: others' p99 ≤ %.1f× no stuck", maxParkP99), ratio(park.P99, base.P99) <= maxParkP99},
-		{"in-lane retries: a partition's commits stall ≥ half the stuck time", inLane.LongestStall >= dur/2},
+		{"in-lane retries: a partition's commits stall ≥ half the stuck time", inLane.LongestStall >= r.StuckFor/2},
 		{"every run: no order violation, no overlap, nothing lost", clean},
 	}
 }
