@@ -33,7 +33,7 @@ type Consumer struct {
 	brk     *breaker // nil unless Config.Breaker.Enabled
 	park    *parkIO  // nil unless Config.Park.Enabled
 	// parkLoopQueued counts the parked retries the park loop queued (the
-	// others follow a done head at once: parkNext).
+	// others follow a done head at once: parkMark).
 	parkLoopQueued atomic.Int64
 
 	reach   *brokerWatch // whether any broker answers (connectivity.go)

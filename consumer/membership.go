@@ -127,10 +127,12 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 			m.log.Info().Str("group", m.group).Dur("held_for", m.clock().Sub(held.since)).
 				Msg("group coordinator assigned this member its partitions again: held work resumes")
 		}
+		defer func() { // also when next panics: the take-up is over either way
+			m.mu.Lock()
+			m.assigning = false
+			m.mu.Unlock()
+		}()
 		next(ctx, cl, ps)
-		m.mu.Lock()
-		m.assigning = false
-		m.mu.Unlock()
 	}
 }
 
@@ -325,15 +327,15 @@ func (m *membership) reason(now time.Time) string {
 		return fmt.Sprintf("not in group %q since %s: %s; rejoining", m.group, m.outSince.UTC().Format(time.RFC3339), why)
 	}
 	since, silent := m.silentLocked(now)
-	switch {
-	case m.assigning:
-		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)
+	switch { // a silence or a hold first: the group may count the member gone, also while it takes up partitions
 	case silent:
 		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator answers",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.held.Load() != nil:
 		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator answers",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
+	case m.assigning:
+		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -352,4 +354,40 @@ func TestNotReadyWhileTakingUpAssignment(t *testing.T) {
 	p.awaitReadyz("not ready while the assignment is taken up", testTimeout, notReadyWith(`group "g-takeup": taking up newly assigned partitions`))
 	close(release)
 	p.awaitReadyz("ready once taken up", testTimeout, ready)
+}
+
+// TestTakingUpDoesNotHideSilence: while the assigned callback takes up new
+// partitions (which can take up to three CommitTimeouts), a silence past
+// the session timeout or a hold in force is what readiness names: the
+// group may count the member gone, which matters more than the take-up.
+func TestTakingUpDoesNotHideSilence(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	lg := zerolog.Nop()
+	m := newMembership("g", &lg)
+	m.clock = func() time.Time { return clock }
+	m.sessionTimeout = 10 * time.Second
+	var during string
+	m.assigned(func(context.Context, *kgo.Client, map[string][]int32) {
+		clock = clock.Add(11 * time.Second) // no heartbeat answered meanwhile
+		during = m.reason(clock)
+	})(context.Background(), nil, map[string][]int32{"t": {0}})
+	if !strings.Contains(during, "no heartbeat answered") {
+		t.Fatalf("reason while taking up during a silence past the session timeout: %q; want the silence named", during)
+	}
+}
+
+// TestTakingUpClearsAfterPanic: a panicking assigned callback does not
+// leave the member reported as taking up its partitions for ever.
+func TestTakingUpClearsAfterPanic(t *testing.T) {
+	lg := zerolog.Nop()
+	m := newMembership("g", &lg)
+	func() {
+		defer func() { _ = recover() }()
+		m.assigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			panic("injected")
+		})(context.Background(), nil, map[string][]int32{"t": {0}})
+	}()
+	if r := m.reason(time.Now()); r != "" {
+		t.Fatalf("reason after the assigned callback panicked: %q; want none", r)
+	}
 }

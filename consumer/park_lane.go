@@ -245,7 +245,6 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	case err == nil:
 		c.stats.processed.Add(1)
 		c.parkMark(p, parkDone, w.lane, h.srcOffset)
-		c.parkNext(p, w.lane)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
 	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
@@ -254,7 +253,6 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
 		if c.parkDeadLetter(rw, err, ReasonPermanent) {
 			c.parkMark(p, parkDone, w.lane, h.srcOffset)
-			c.parkNext(p, w.lane)
 		}
 	case !p.parkFailed(w.lane, now):
 		c.stats.retries.Add(1)
@@ -267,7 +265,6 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 			kind = parkHold
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
-		c.parkNext(p, w.lane) // nothing is due after a hold
 	}
 }
 
@@ -282,11 +279,15 @@ func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
 }
 
 // parkMark writes a done or hold marker of lane through source offset
-// through and, once acknowledged, applies it.
+// through and, once acknowledged, applies it. After a done marker the
+// retry of the session's next parked head is queued at once, in its lane:
+// a session catching up drains its parked records one after the other,
+// not one per park loop tick, so it is unparked even while its producer
+// keeps sending. Nothing is due after a hold marker.
 func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through int64) {
 	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
-	if ok {
-		p.parkMarked(kind, lane, through, off, time.Now())
+	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
+		c.queueParkRetry(p, lane)
 	}
 }
 
@@ -362,16 +363,6 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 // session's: retries and the session's source records are serialised).
 func (c *Consumer) queueParkRetry(p *partition, lane string) {
 	c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
-}
-
-// parkNext queues at once the retry of lane's next parked head when it is
-// due (its previous head just got done): a session catching up drains its
-// parked records one after the other, not one per park loop tick, so it is
-// unparked even while its producer keeps sending.
-func (c *Consumer) parkNext(p *partition, lane string) {
-	if p.parkDueNow(lane, time.Now()) {
-		c.queueParkRetry(p, lane)
-	}
 }
 
 // retryRebuild tries again the rebuild of a partition held since its

@@ -272,7 +272,7 @@ func (pm *parkModel) retry(s string) {
 	if !pm.failing(s) {
 		pm.event(h.srcOffset, "handled from park")
 		if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
-			m.ps.done(s, h.srcOffset, off, pm.now)
+			pm.doneThenNext(s, h.srcOffset, off)
 		}
 		return
 	}
@@ -297,8 +297,37 @@ func (pm *parkModel) retry(s string) {
 		return
 	}
 	if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
-		m.ps.done(s, h.srcOffset, off, pm.now)
+		pm.doneThenNext(s, h.srcOffset, off)
 	}
+}
+
+// doneThenNext applies a done marker and, as the consumer does
+// (partition.parkMarked), queues the retry of the next head at once when
+// it is due, behind the retry under way.
+func (pm *parkModel) doneThenNext(s string, through, off int64) {
+	pm.m.ps.done(s, through, off, pm.now)
+	if pm.m.ps.dueNow(s, pm.now) {
+		pm.queueRetry(s, true)
+	}
+}
+
+// queueRetry queues a retry of s's parked head in its lane: never while
+// another is queued (besides the one under way, when chained).
+func (pm *parkModel) queueRetry(s string, chained bool) {
+	n := 0
+	for _, it := range pm.m.lanes[s] {
+		if it.retry {
+			n++
+		}
+	}
+	if chained {
+		n-- // the retry under way: popped once it returns
+	}
+	if n > 0 {
+		pm.fail("session %s: a retry queued (chained %v) while %d other(s) wait in its lane", s, chained, n)
+	}
+	pm.step("retry %s queued (chained %v)", s, chained)
+	pm.m.lanes[s] = append(pm.m.lanes[s], pmItem{retry: true})
 }
 
 // tick moves time on and queues the retries that are due.
@@ -307,8 +336,7 @@ func (pm *parkModel) tick() {
 	due := pm.m.ps.due(pm.now)
 	slicesSort(due)
 	for _, s := range due {
-		pm.step("due %s", s)
-		pm.m.lanes[s] = append(pm.m.lanes[s], pmItem{retry: true})
+		pm.queueRetry(s, false)
 	}
 }
 

@@ -108,12 +108,6 @@ func (p *partition) parkDue(now time.Time) []string {
 	return p.pk.set.due(now)
 }
 
-func (p *partition) parkDueNow(lane string, now time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pk != nil && !p.fenced && p.pk.set.dueNow(lane, now)
-}
-
 func (p *partition) parkHead(lane string) (parkedRecord, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -132,16 +126,20 @@ func (p *partition) parkFailed(lane string, now time.Time) bool {
 	return p.pk.set.failed(lane, now)
 }
 
-// parkMarked applies a done or hold marker acknowledged at parkOff.
-func (p *partition) parkMarked(kind parkKind, lane string, through, parkOff int64, now time.Time) {
+// parkMarked applies a done or hold marker acknowledged at parkOff. After
+// a done marker it reports whether the session's next head is due and, if
+// so, marks it retrying in the same step (the park loop cannot take it in
+// between): the caller queues its retry.
+func (p *partition) parkMarked(kind parkKind, lane string, through, parkOff int64, now time.Time) (next bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tr.version++
 	if kind == parkHold {
 		p.pk.set.held(lane, through, parkOff)
-	} else {
-		p.pk.set.done(lane, through, parkOff, now)
+		return false
 	}
-	p.tr.version++
-	p.mu.Unlock()
+	p.pk.set.done(lane, through, parkOff, now)
+	return !p.fenced && p.pk.set.dueNow(lane, now)
 }
 
 // parkEpoch is the epoch this owner writes its entries under.
