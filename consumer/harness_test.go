@@ -278,11 +278,20 @@ func start(t *testing.T, c *Consumer) (stop func() error) {
 // broker-side commit) until it holds or the test timeout passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitFor(t, what, cond, nil)
+}
+
+// waitFor is eventually with a description of the state at a timeout.
+func waitFor(t *testing.T, what string, cond func() bool, state func() string) {
+	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
+			if state != nil {
+				t.Fatalf("timed out waiting for %s: %s", what, state())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		<-tick.C

@@ -3,8 +3,12 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,13 +64,16 @@ func TestHeadOfLineIsolation(t *testing.T) {
 
 // TestIdleSessionsEnd: 10,000 sessions create 10,000 lanes; with every
 // handler blocked each gets a worker of its own (no lane waits for another's
-// handler); once their work is done every lane and its goroutine is gone and
-// the goroutine count is back to where it was before the burst.
+// handler: all 10,000 handlers are inside at once); once their work is done
+// every lane and its goroutine is gone and the goroutine count is back to
+// where it was before the burst.
 func TestIdleSessionsEnd(t *testing.T) {
 	e := newEnv(t, 4, "chats", "dlq")
 	sessions := sessionNames(10_000)
 	gate := make(chan struct{})
+	var inside atomic.Int64
 	rec := newRecorder(len(sessions), func(ctx context.Context, m *Message) error {
+		inside.Add(1)
 		<-gate // hold every lane open until all exist
 		return nil
 	})
@@ -75,22 +82,31 @@ func TestIdleSessionsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, c)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open) // a failure below must not leave Run waiting on blocked handlers
 	eventually(t, "assignment", func() bool { return len(c.Stats().Partitions) == 4 })
-	base := runtime.NumGoroutine()
+	base, baseProf := runtime.NumGoroutine(), goroutines()
 	e.produce("chats", sessions, 1)
 	eventually(t, "10,000 lanes", func() bool { return c.Stats().ActiveSessions == len(sessions) })
 	// A lane waits in the run queue until every running worker is inside a
 	// record; with every handler blocked, each then gets a worker of its own.
-	peak := 0
-	eventually(t, "a worker per blocked session", func() bool {
-		peak = runtime.NumGoroutine()
-		return peak >= base+len(sessions)
-	})
+	waitFor(t, "a handler inside per blocked session", func() bool { return inside.Load() == int64(len(sessions)) },
+		func() string {
+			c.lanes.mu.Lock()
+			defer c.lanes.mu.Unlock()
+			return fmt.Sprintf("%d handlers inside, %d lanes queued, %d workers parked, %d available, stats %+v",
+				inside.Load(), len(c.lanes.runq), len(c.lanes.parked), c.lanes.avail.Load(), c.Stats())
+		})
+	peak := runtime.NumGoroutine()
 	peakMem := memInUse()
-	close(gate)
+	open()
 	rec.wait(t)
 	eventually(t, "lanes to retire", func() bool { return c.Stats().ActiveSessions == 0 })
-	eventually(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base+2 })
+	waitFor(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base+2 },
+		func() string {
+			return fmt.Sprintf("%d goroutines, %d before; now:\n%s\nbefore:\n%s", runtime.NumGoroutine(), base, goroutines(), baseProf)
+		})
 	t.Logf("goroutines: %d before, %d with 10,000 active sessions, %d after idle; heap+stacks %.1f MiB with them, %.1f MiB after",
 		base, peak, runtime.NumGoroutine(), peakMem, memInUse())
 	if peak < len(sessions) {
@@ -189,6 +205,13 @@ func TestNilKeysAndFilter(t *testing.T) {
 }
 
 // memInUse returns heap in use plus goroutine stacks, in MiB, after a GC.
+// goroutines is the goroutine profile, grouped by stack.
+func goroutines() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return b.String()
+}
+
 func memInUse() float64 {
 	runtime.GC()
 	var ms runtime.MemStats

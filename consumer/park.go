@@ -1,10 +1,6 @@
 package consumer
 
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-)
+import "time"
 
 // parkSet is the parked set of one source partition: the sessions whose
 // records wait in its park partition, and every rule over them
@@ -17,20 +13,15 @@ import (
 // one step, and a commit reads the source watermark and the park position
 // as one snapshot.
 type parkSet struct {
-	rules    parkRules
+	rules parkRules
+	// sessions has an entry per session parked, and per session with a
+	// floor (parkedSession.floor) after it was unparked.
 	sessions map[string]*parkedSession
-	records  int // parked records over all sessions
-	// floor is, per session seen in the park partition since the
-	// committed park position (by the rebuild or by this assignment's
-	// writes), the highest source offset of it that was parked or
-	// released: every record of the session at or below it was done by a
-	// lane before (handled, parked or dead-lettered), so a source record
-	// delivered again at or below it is done at once. Cleared by
-	// forgetBelow once the committed source watermark passes it. The park
-	// entry that set it is needed by a rebuild until then, so the park
-	// position stays at or below it.
-	floor map[string]floorMark
-	end   int64 // one past the highest park offset seen; 0 before any
+	records  int   // parked records over all sessions
+	end      int64 // one past the highest park offset seen; 0 before any
+	// base is the time the set's times are kept from (as durations: a
+	// parked session's entry stays small).
+	base time.Time
 	// epoch is the park offset of the latest fence marker: the one the
 	// current owner wrote when it took the partition (from the commit
 	// metadata, then from the rebuild's reading). Entries written under
@@ -58,7 +49,6 @@ type parkEntry struct {
 	session string
 	src     int64
 	epoch   int64
-	rec     *kgo.Record // a copy's source record, as the handler sees it
 }
 
 // floorMark is a session's floor and the park offset of the entry (copy
@@ -72,59 +62,103 @@ type parkRules struct {
 	hold            bool // budget spent: hold the session (true) or release it
 }
 
-// parkedSession is one parked session: its parked records in source order,
-// when its head may be retried, and whether a retry of it is under way.
+// parkedSession is one session of a parked set: while parked, its parked
+// records in source order, when its head may be retried, and whether a
+// retry of it is under way; and its floor, which outlives the parking.
+//
+// The floor is, for a session seen in the park partition since the
+// committed park position (by the rebuild or by this assignment's
+// writes), the highest source offset of it that was parked or released:
+// every record of the session at or below it was done by a lane before
+// (handled, parked or dead-lettered), so a source record delivered again
+// at or below it is done at once. Cleared by forgetBelow once the
+// committed source watermark passes it. The park entry that set it is
+// needed by a rebuild until then, so the park position stays at or below
+// it.
+//
+// 64 bytes and one parkedRecord per parked record (docs/parking.md).
 type parkedSession struct {
 	recs       []parkedRecord
-	notBefore  time.Time
-	retrying   bool  // a retry of the head is queued in its lane or running
-	held       bool  // budget spent with the hold policy: not retried
-	holdOffset int64 // park offset of the hold marker; needed until released
+	notBefore  time.Duration // since the set's base
+	holdOffset int64         // park offset of the hold marker; needed until released
+	floor      floorMark     // when hasFloor
+	retrying   bool          // a retry of the head is queued in its lane or running
+	held       bool          // budget spent with the hold policy: not retried
+	hasFloor   bool
 }
+
+// parked reports whether the session is parked: records of it parked,
+// or held.
+func (ss *parkedSession) parked() bool { return len(ss.recs) > 0 || ss.held }
 
 // parkedRecord is one parked record: where its copy is (park offset), where
 // it came from (source offset), its failed retries from the park and when
-// it was parked.
+// it was parked. Its content stays in the park partition: a retry reads it
+// back (parkIO.readAt), so a parked session costs only this bookkeeping.
 type parkedRecord struct {
 	parkOffset int64
 	srcOffset  int64
+	parkedAt   time.Duration // since the set's base
 	retries    int
-	parkedAt   time.Time
-	rec        *kgo.Record // what the handler is given; nil in tests of the rules
 }
 
 func newParkSet(r parkRules) *parkSet {
-	return &parkSet{rules: r, sessions: map[string]*parkedSession{}, floor: map[string]floorMark{}, epoch: -1}
+	return &parkSet{rules: r, sessions: map[string]*parkedSession{}, epoch: -1, base: time.Now()}
 }
+
+// since is t as the set keeps it: the time from its base.
+func (ps *parkSet) since(t time.Time) time.Duration { return t.Sub(ps.base) }
+
+// at is the time the set keeps as d.
+func (ps *parkSet) at(d time.Duration) time.Time { return ps.base.Add(d) }
 
 // isParked reports whether session s is parked: its next record is to be
 // forwarded to the park partition, not handled.
-func (ps *parkSet) isParked(s string) bool { return ps.sessions[s] != nil }
+func (ps *parkSet) isParked(s string) bool {
+	ss := ps.sessions[s]
+	return ss != nil && ss.parked()
+}
+
+// entry returns session s's entry, made when it has none.
+func (ps *parkSet) entry(s string) *parkedSession {
+	ss := ps.sessions[s]
+	if ss == nil {
+		ss = &parkedSession{holdOffset: -1}
+		ps.sessions[s] = ss
+	}
+	return ss
+}
+
+// tidy drops session s's entry once it is neither parked nor has a floor.
+func (ps *parkSet) tidy(s string, ss *parkedSession) {
+	if !ss.parked() && !ss.hasFloor {
+		delete(ps.sessions, s)
+	}
+}
 
 // seen reports whether the record of session s at source offset off was
 // done before (parked, or handled before a later record of s was parked):
 // a record delivered again after a crash or a handover, done at once.
 func (ps *parkSet) seen(s string, off int64) bool {
-	f, ok := ps.floor[s]
-	return ok && off <= f.src
+	ss := ps.sessions[s]
+	return ss != nil && ss.hasFloor && off <= ss.floor.src
 }
 
 // add records that the copy of session s's source record srcOff is in the
 // park partition at parkOff (acknowledged). The session is parked if it
 // was not; its head is due delay after now. It reports false for a copy
 // already known (a duplicate write): nothing changes.
-func (ps *parkSet) add(s string, parkOff, srcOff int64, rec *kgo.Record, now time.Time) bool {
+func (ps *parkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
 	ps.end = max(ps.end, parkOff+1)
 	if ps.seen(s, srcOff) {
 		return false
 	}
-	ps.floor[s] = floorMark{srcOff, parkOff}
-	ss := ps.sessions[s]
-	if ss == nil {
-		ss = &parkedSession{notBefore: now.Add(ps.rules.delay), holdOffset: -1}
-		ps.sessions[s] = ss
+	ss := ps.entry(s)
+	if !ss.parked() {
+		ss.notBefore, ss.retrying = ps.since(now.Add(ps.rules.delay)), false
 	}
-	ss.recs = append(ss.recs, parkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: now, rec: rec})
+	ss.floor, ss.hasFloor = floorMark{srcOff, parkOff}, true
+	ss.recs = append(ss.recs, parkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: ps.since(now)})
 	ps.records++
 	return true
 }
@@ -134,8 +168,9 @@ func (ps *parkSet) add(s string, parkOff, srcOff int64, rec *kgo.Record, now tim
 // sessions and those with a retry under way are not due.
 func (ps *parkSet) due(now time.Time) []string {
 	var out []string
+	at := ps.since(now)
 	for s, ss := range ps.sessions {
-		if !ss.retrying && !ss.held && len(ss.recs) > 0 && !now.Before(ss.notBefore) {
+		if !ss.retrying && !ss.held && len(ss.recs) > 0 && at >= ss.notBefore {
 			ss.retrying = true
 			out = append(out, s)
 		}
@@ -147,7 +182,7 @@ func (ps *parkSet) due(now time.Time) []string {
 // be retried at now (as due does for every session).
 func (ps *parkSet) dueNow(s string, now time.Time) bool {
 	ss := ps.sessions[s]
-	if ss == nil || ss.retrying || ss.held || len(ss.recs) == 0 || now.Before(ss.notBefore) {
+	if ss == nil || ss.retrying || ss.held || len(ss.recs) == 0 || ps.since(now) < ss.notBefore {
 		return false
 	}
 	ss.retrying = true
@@ -171,6 +206,16 @@ func (ps *parkSet) retryAbandoned(s string) {
 	}
 }
 
+// retryLater ends a retry of s's head that could not be made for now (its
+// copy not read back): the head is due again after the park delay, its
+// budget untouched.
+func (ps *parkSet) retryLater(s string, now time.Time) {
+	if ss := ps.sessions[s]; ss != nil {
+		ss.retrying = false
+		ss.notBefore = ps.since(now.Add(ps.rules.delay))
+	}
+}
+
 // failed records that the retry of s's head failed. With budget left the
 // head is due after the park backoff; deadLetter is true when the budget
 // is spent: the caller writes the head to the DLQ and, once acknowledged,
@@ -188,7 +233,7 @@ func (ps *parkSet) failed(s string, now time.Time) (deadLetter bool) {
 		return true
 	}
 	ss.retrying = false
-	ss.notBefore = now.Add(ps.backoff(h.retries))
+	ss.notBefore = ps.since(now.Add(ps.backoff(h.retries)))
 	return false
 }
 
@@ -211,13 +256,13 @@ func (ps *parkSet) dropHead(ss *parkedSession) {
 	ps.records--
 }
 
-// dropThrough drops s's records at or below source offset through, and
-// raises its floor to it (set by the marker at parkOff).
-func (ps *parkSet) dropThrough(s string, ss *parkedSession, through, parkOff int64) {
-	if f, ok := ps.floor[s]; !ok || f.src <= through {
-		ps.floor[s] = floorMark{through, parkOff}
+// dropThrough drops the session's records at or below source offset
+// through, and raises its floor to it (set by the marker at parkOff).
+func (ps *parkSet) dropThrough(ss *parkedSession, through, parkOff int64) {
+	if !ss.hasFloor || ss.floor.src <= through {
+		ss.floor, ss.hasFloor = floorMark{through, parkOff}, true
 	}
-	for ss != nil && len(ss.recs) > 0 && ss.recs[0].srcOffset <= through {
+	for len(ss.recs) > 0 && ss.recs[0].srcOffset <= through {
 		ps.dropHead(ss)
 	}
 }
@@ -229,15 +274,9 @@ func (ps *parkSet) dropThrough(s string, ss *parkedSession, through, parkOff int
 // left the session is unparked: its next source record is handled.
 func (ps *parkSet) done(s string, through, parkOff int64, now time.Time) {
 	ps.end = max(ps.end, parkOff+1)
-	ss := ps.sessions[s]
-	ps.dropThrough(s, ss, through, parkOff)
-	if ss == nil {
-		return
-	}
-	ss.held, ss.holdOffset, ss.retrying, ss.notBefore = false, -1, false, now
-	if len(ss.recs) == 0 {
-		delete(ps.sessions, s)
-	}
+	ss := ps.entry(s)
+	ps.dropThrough(ss, through, parkOff)
+	ss.held, ss.holdOffset, ss.retrying, ss.notBefore = false, -1, false, ps.since(now)
 }
 
 // held records a hold marker of s through source offset through (its
@@ -246,12 +285,8 @@ func (ps *parkSet) done(s string, through, parkOff int64, now time.Time) {
 // or release.
 func (ps *parkSet) held(s string, through, parkOff int64) {
 	ps.end = max(ps.end, parkOff+1)
-	ss := ps.sessions[s]
-	if ss == nil {
-		ss = &parkedSession{}
-		ps.sessions[s] = ss
-	}
-	ps.dropThrough(s, ss, through, parkOff)
+	ss := ps.entry(s)
+	ps.dropThrough(ss, through, parkOff)
 	ss.held, ss.retrying, ss.holdOffset = true, false, parkOff
 }
 
@@ -263,10 +298,8 @@ func (ps *parkSet) release(s string, now time.Time) bool {
 	if ss == nil || !ss.held {
 		return false
 	}
-	ss.held, ss.holdOffset, ss.notBefore = false, -1, now
-	if len(ss.recs) == 0 {
-		delete(ps.sessions, s)
-	}
+	ss.held, ss.holdOffset, ss.notBefore = false, -1, ps.since(now)
+	ps.tidy(s, ss)
 	return true
 }
 
@@ -286,7 +319,7 @@ func (ps *parkSet) replay(off int64, e parkEntry, now time.Time) bool {
 	ps.epoch = e.epoch
 	switch e.kind {
 	case parkRecord:
-		ps.add(e.session, off, e.src, e.rec, now)
+		ps.add(e.session, off, e.src, now)
 	case parkDone:
 		ps.done(e.session, e.src, off, now)
 	case parkHold:
@@ -312,10 +345,10 @@ func (ps *parkSet) begin(pos, epoch int64) {
 // set a floor not yet forgotten), or end when none is.
 func (ps *parkSet) position() int64 {
 	pos := ps.end
-	for _, f := range ps.floor {
-		pos = min(pos, f.at)
-	}
 	for _, ss := range ps.sessions {
+		if ss.hasFloor {
+			pos = min(pos, ss.floor.at)
+		}
 		if len(ss.recs) > 0 {
 			pos = min(pos, ss.recs[0].parkOffset) // the lowest: records are added in park order
 		}
@@ -329,9 +362,10 @@ func (ps *parkSet) position() int64 {
 // forgetBelow drops the floors no source record can be delivered again
 // for: once the committed source watermark wm passes a session's floor.
 func (ps *parkSet) forgetBelow(wm int64) {
-	for s, f := range ps.floor {
-		if f.src < wm {
-			delete(ps.floor, s)
+	for s, ss := range ps.sessions {
+		if ss.hasFloor && ss.floor.src < wm {
+			ss.hasFloor = false
+			ps.tidy(s, ss)
 		}
 	}
 }
@@ -343,13 +377,16 @@ type parkCounts struct {
 }
 
 func (ps *parkSet) counts(now time.Time) parkCounts {
-	c := parkCounts{sessions: len(ps.sessions), records: ps.records}
+	c := parkCounts{records: ps.records}
 	for _, ss := range ps.sessions {
+		if ss.parked() {
+			c.sessions++
+		}
 		if ss.held {
 			c.held++
 		}
 		if len(ss.recs) > 0 {
-			c.oldest = max(c.oldest, now.Sub(ss.recs[0].parkedAt))
+			c.oldest = max(c.oldest, ps.since(now)-ss.recs[0].parkedAt)
 		}
 	}
 	return c

@@ -170,7 +170,7 @@ func TestParkMetadata(t *testing.T) {
 	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1})
 	p.mu.Lock()
 	p.pk.set.replay(40, parkEntry{kind: parkFence}, time.Now())
-	p.pk.set.add("s", 42, 5, nil, time.Now())
+	p.pk.set.add("s", 42, 5, time.Now())
 	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
 	p.mu.Unlock()
 	rest, pos, epoch, ok := splitParkMeta(meta)

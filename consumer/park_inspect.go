@@ -75,26 +75,26 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 				from, epoch = pos, ep
 			}
 		}
-		recs, err := io.read(ctx, park, o.Partition, from, o.Offset)
+		entries, err := io.entries(ctx, park, o.Partition, from, o.Offset, func(*kgo.Record, error) {})
 		if err != nil {
 			failed = err
 			return
 		}
 		set := newParkSet(parkRules{maxAttempts: 1})
 		set.begin(max(from, 0), epoch)
-		for _, r := range recs {
-			if e, src, err := parseEntry(r); err == nil {
-				e.rec = src
-				set.replay(r.Offset, e, r.Timestamp)
-			}
+		for _, le := range entries {
+			set.replay(le.off, le.e, le.at)
 		}
 		for s, ss := range set.sessions {
+			if !ss.parked() {
+				continue // only a floor: unparked
+			}
 			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: s, Held: ss.held}
 			for _, pr := range ss.recs {
 				p.Offsets = append(p.Offsets, pr.srcOffset)
 			}
 			if len(ss.recs) > 0 {
-				p.Since = ss.recs[0].parkedAt
+				p.Since = set.at(ss.recs[0].parkedAt)
 			}
 			out = append(out, p)
 		}

@@ -208,11 +208,37 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", HeaderParkKind, kind)
 }
 
-// read returns the records of park partition (topic, part) from offset
-// from (-1: its start) up to, not including, offset to, in order.
-func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to int64) ([]*kgo.Record, error) {
+// loggedEntry is an entry of a park partition as read back: where it is,
+// when it was written, and what it says.
+type loggedEntry struct {
+	off int64
+	at  time.Time
+	e   parkEntry
+}
+
+// entries reads the entries of park partition (topic, part) from offset
+// from up to to, keeping of each what the parked set needs (a parked
+// copy's content is read again when it is retried). A record that is no
+// park entry is passed to bad and skipped.
+func (io *parkIO) entries(ctx context.Context, topic string, part int32, from, to int64, bad func(*kgo.Record, error)) ([]loggedEntry, error) {
+	var out []loggedEntry
+	err := io.read(ctx, topic, part, from, to, func(r *kgo.Record) {
+		e, _, err := parseEntry(r)
+		if err != nil {
+			bad(r, err)
+			return
+		}
+		out = append(out, loggedEntry{off: r.Offset, at: r.Timestamp, e: e})
+	})
+	return out, err
+}
+
+// read passes each record of park partition (topic, part) from offset from
+// (-1: its start) up to, not including, offset to, in order, to fn: the
+// rebuild keeps what it needs of each, not the records.
+func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to int64, fn func(*kgo.Record)) error {
 	if from >= to || to <= 0 {
-		return nil, nil
+		return nil
 	}
 	at := kgo.NewOffset().AtStart()
 	if from >= 0 {
@@ -227,19 +253,18 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 	}, io.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("start park reader: %w", err)
+		return fmt.Errorf("start park reader: %w", err)
 	}
 	defer cl.Close()
-	var out []*kgo.Record
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read %s/%d from %d to %d: %w", topic, part, from, to, err)
+			return fmt.Errorf("read %s/%d from %d to %d: %w", topic, part, from, to, err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return nil, fmt.Errorf("read %s/%d: %w", topic, part, ferr)
+			return fmt.Errorf("read %s/%d: %w", topic, part, ferr)
 		}
 		reached := false
 		fs.EachRecord(func(r *kgo.Record) {
@@ -247,10 +272,11 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 				reached = true
 				return
 			}
-			out = append(out, r)
+			fn(r)
+			reached = reached || r.Offset >= to-1
 		})
-		if reached || (len(out) > 0 && out[len(out)-1].Offset >= to-1) {
-			return out, nil
+		if reached {
+			return nil
 		}
 	}
 }

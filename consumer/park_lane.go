@@ -3,13 +3,10 @@ package consumer
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
-	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -103,7 +100,10 @@ func (c *Consumer) rebuildPark(ctx context.Context, p *partition) error {
 	if err != nil {
 		return err
 	}
-	recs, err := c.park.read(ctx, topic, p.key.partition, from, fence)
+	entries, err := c.park.entries(ctx, topic, p.key.partition, from, fence, func(r *kgo.Record, err error) {
+		c.log().Warn().Err(err).Str("park_topic", topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
+			Msg("park: ignoring a record that is no lanes park entry")
+	})
 	if err != nil {
 		return err
 	}
@@ -113,23 +113,16 @@ func (c *Consumer) rebuildPark(ctx context.Context, p *partition) error {
 	set := p.pk.set
 	set.begin(max(from, 0), epoch)
 	ignored := 0
-	for _, r := range recs {
-		e, src, err := parseEntry(r)
-		if err != nil {
-			c.log().Warn().Err(err).Str("park_topic", topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
-				Msg("park: ignoring a record that is no lanes park entry")
-			continue
-		}
-		e.rec = src
-		if !set.replay(r.Offset, e, r.Timestamp) { // its write time: Stats show its true age, its head is due Delay after it
+	for _, le := range entries {
+		if !set.replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
 			ignored++
 		}
 	}
 	set.replay(fence, parkEntry{kind: parkFence}, now)
 	p.tr.version++
 	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("park_from", from).
-		Int64("park_fence", fence).Int("entries", len(recs)).Int("ignored_late_writes", ignored).
-		Int("parked_sessions", len(set.sessions)).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
+		Int64("park_fence", fence).Int("entries", len(entries)).Int("ignored_late_writes", ignored).
+		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
 	return nil
 }
 
@@ -174,7 +167,7 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if !ok {
 		return false
 	}
-	w.p.parked(w.seq, w.lane, off, w.rec, time.Now())
+	w.p.parked(w.seq, w.lane, off, w.rec.Offset, time.Now())
 	if cause != nil {
 		l := c.recordLog(noSpan, w)
 		l.Warn().Int("attempts", attempts).Str("park_topic", rec.Topic).Int64("park_offset", off).AnErr("cause", cause).
@@ -201,118 +194,6 @@ func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
 			Msg("park: write failed; retrying, the record holds its partition meanwhile")
 		if !p.waitRetry(parkSeq, bo.NextBackOff()) {
 			return 0, false
-		}
-	}
-}
-
-// retryParked runs one retry of the parked head of w's session (w is a
-// retry queued by the park loop, in the session's lane): on success a
-// done marker; on failure a later retry, or, its budget spent, the DLQ and
-// a hold or done marker (ParkPolicy.OnExhausted).
-func (c *Consumer) retryParked(l *lane, w *work) {
-	p := w.p
-	if !p.startExtra() {
-		return // fenced: the parked set goes with the assignment
-	}
-	defer p.finishExtra()
-	h, ok := p.parkHead(w.lane)
-	if !ok || h.rec == nil {
-		p.parkAbandon(w.lane)
-		return
-	}
-	rw := &work{rec: h.rec, p: p, seq: parkSeq, session: c.parkedSessionOf(h.rec), lane: w.lane}
-	rw.msg = Message{Record: h.rec, SessionID: rw.session, EventID: eventid.FromRecord(h.rec), Group: c.cfg.Group,
-		Attempt: h.retries + 1}
-	// The breaker holds a parked retry as any attempt: during an outage
-	// that opened it, a parked head waits (or probes) instead of spending
-	// its park budget, and a failure while it is open is excused.
-	if !c.silenceWait(rw) {
-		p.parkAbandon(w.lane)
-		return
-	}
-	probe, _, ok := c.breakerWait(rw)
-	if !ok {
-		p.parkAbandon(w.lane)
-		return
-	}
-	holds := c.member.holds.Load()
-	span, err := c.call(l, rw, &rw.msg)
-	cut, err := c.silenced(err, holds)
-	excused := c.brk != nil && c.breakerReport(p, probe, err)
-	tracing.EndProcess(span, err)
-	now := time.Now()
-	switch {
-	case err == nil:
-		c.stats.processed.Add(1)
-		c.parkMark(p, parkDone, w.lane, h.srcOffset)
-	case p.isFenced():
-		p.parkAbandon(w.lane)
-	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
-		c.stats.retries.Add(1)
-		p.parkAbandon(w.lane)
-	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
-		if c.parkDeadLetter(rw, err, ReasonPermanent) {
-			c.parkMark(p, parkDone, w.lane, h.srcOffset)
-		}
-	case !p.parkFailed(w.lane, now):
-		c.stats.retries.Add(1)
-	default:
-		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
-			return
-		}
-		kind := parkDone
-		if c.cfg.Park.OnExhausted == ParkHold {
-			kind = parkHold
-		}
-		c.parkMark(p, kind, w.lane, h.srcOffset)
-	}
-}
-
-// parkedSessionOf is the session of a parked record about to be retried,
-// computed as admit does: SessionKey one call at a time (Consumer.userMu).
-func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
-	if c.cfg.SessionKey != nil {
-		c.userMu.Lock()
-		defer c.userMu.Unlock()
-	}
-	return strings.Clone(c.sessionOf(r))
-}
-
-// parkMark writes a done or hold marker of lane through source offset
-// through and, once acknowledged, applies it. After a done marker the
-// retry of the session's next parked head is queued at once, in its lane:
-// a session catching up drains its parked records one after the other,
-// not one per park loop tick, so it is unparked even while its producer
-// keeps sending. Nothing is due after a hold marker.
-func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through int64) {
-	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
-	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
-		c.queueParkRetry(p, lane)
-	}
-}
-
-// parkDeadLetter writes a parked record whose budget is spent to the DLQ
-// until acknowledged (true) or its partition is fenced (false).
-func (c *Consumer) parkDeadLetter(w *work, cause error, reason Reason) bool {
-	rec := c.dlq.record(w.rec, cause.Error(), reason, w.msg.Attempt)
-	for {
-		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
-		err := c.dlq.write(ctx, rec)
-		cancel()
-		if err == nil {
-			c.stats.deadLettered(reason)
-			l := c.recordLog(noSpan, w)
-			l.Warn().Int("attempts", w.msg.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
-				Msg("park: parked record dead-lettered")
-			return true
-		}
-		if w.p.isFenced() || errors.Is(err, context.Canceled) {
-			return false
-		}
-		c.stats.dlqFailures.Add(1)
-		c.log().Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("park: dead-letter write failed; retrying")
-		if !w.p.waitRetry(parkSeq, c.cfg.Retry.MaxInterval) {
-			return false
 		}
 	}
 }

@@ -256,7 +256,7 @@ func (pm *parkModel) parkRecord(s string, o int64) bool {
 	if !ok {
 		return false
 	}
-	pm.m.ps.add(s, off, o, nil, pm.now)
+	pm.m.ps.add(s, off, o, pm.now)
 	pm.m.done[o] = true
 	return true
 }
@@ -434,7 +434,7 @@ func (pm *parkModel) finish() {
 			pm.laneStep(busy[0])
 			continue
 		}
-		if len(m.ps.sessions) == 0 {
+		if m.ps.counts(pm.now).sessions == 0 {
 			return
 		}
 		for s := range m.ps.sessions {
@@ -443,7 +443,7 @@ func (pm *parkModel) finish() {
 		pm.now = pm.now.Add(10 * time.Second)
 		pm.tick()
 	}
-	pm.fail("no quiescence: %d sessions still parked", len(pm.m.ps.sessions))
+	pm.fail("no quiescence: %d sessions still parked", pm.m.ps.counts(pm.now).sessions)
 }
 
 func slicesSort(s []string) {
@@ -470,8 +470,8 @@ func TestParkModel(t *testing.T) {
 				pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
 			}
 		}
-		if pm.m.ps.records != 0 || len(pm.m.ps.sessions) != 0 {
-			pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, len(pm.m.ps.sessions))
+		if n := pm.m.ps.counts(pm.now).sessions; pm.m.ps.records != 0 || n != 0 {
+			pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, n)
 		}
 	}
 }

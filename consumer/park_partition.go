@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // parkSeq is the sequence number of a parked record's retry: it is no
@@ -89,10 +87,10 @@ func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 // (or its list longer), and its source record seq done in the same step,
 // under the record's claim (the stall skipper, finding it done, writes no
 // dead-letter copy of it). The caller then finishes the source record.
-func (p *partition) parked(seq uint64, lane string, parkOff int64, rec *kgo.Record, now time.Time) {
+func (p *partition) parked(seq uint64, lane string, parkOff, srcOff int64, now time.Time) {
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
-	p.pk.set.add(lane, parkOff, rec.Offset, rec, now)
+	p.pk.set.add(lane, parkOff, srcOff, now)
 	p.tr.done(seq)
 	p.forgetDLQLocked()
 	p.tr.version++ // the park position may have moved: due for a commit
@@ -117,6 +115,14 @@ func (p *partition) parkHead(lane string) (parkedRecord, bool) {
 func (p *partition) parkAbandon(lane string) {
 	p.mu.Lock()
 	p.pk.set.retryAbandoned(lane)
+	p.mu.Unlock()
+}
+
+// parkRetryLater makes lane's parked head due again after the park delay:
+// its retry could not be made (its copy not read back).
+func (p *partition) parkRetryLater(lane string, now time.Time) {
+	p.mu.Lock()
+	p.pk.set.retryLater(lane, now)
 	p.mu.Unlock()
 }
 

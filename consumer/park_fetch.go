@@ -1,0 +1,102 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// parkFetchBytes bounds what one read of a parked copy asks the broker
+// for. A copy larger than it still comes back whole: a broker returns the
+// first batch of a fetch whatever its size.
+const parkFetchBytes = 1 << 20
+
+// errParkCopyGone: the parked copy asked for is no longer in its park
+// partition (removed by retention before it was retried).
+var errParkCopyGone = errors.New("parked copy no longer in the park topic")
+
+// readAt reads the entry at offset off of park partition (topic, part): a
+// parked copy, read back when its retry is due (the parked set keeps
+// offsets, not records). It asks the partition's leader directly with one
+// fetch; an error is for the caller to try again later, but
+// errParkCopyGone, which no retry mends.
+func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (*kgo.Record, error) {
+	leader, id, err := io.leaderOf(ctx, topic, part)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MinBytes, req.MaxBytes = 1, parkFetchBytes
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = part, off, parkFetchBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := io.client.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
+	}
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			if t.Partitions[i].Partition == part {
+				return pickAt(&t.Partitions[i], topic, part, off)
+			}
+		}
+	}
+	return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: the answer has no such partition", topic, part, off, leader)
+}
+
+// pickAt decodes a fetched partition and returns its record at off.
+func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, error) {
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
+		rp, kgo.DefaultDecompressor(), nil)
+	switch {
+	case errors.Is(fp.Err, kerr.OffsetOutOfRange) && off < fp.LogStartOffset:
+		return nil, fmt.Errorf("%w: %s/%d offset %d is below the log start %d: make the park topic's retention longer than the longest park delay plus an outage",
+			errParkCopyGone, topic, part, off, fp.LogStartOffset)
+	case fp.Err != nil:
+		return nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
+	}
+	for _, r := range fp.Records {
+		if r.Offset == off {
+			return r, nil
+		}
+		if r.Offset > off {
+			return nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errParkCopyGone, topic, part, off, r.Offset)
+		}
+	}
+	return nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
+}
+
+// leaderOf returns the broker leading park partition (topic, part) and the
+// topic's ID (a fetch names topics by ID from version 13).
+func (io *parkIO) leaderOf(ctx context.Context, topic string, part int32) (int32, [16]byte, error) {
+	tds, err := kadm.NewClient(io.client).ListTopics(ctx, topic)
+	if err != nil {
+		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, err)
+	}
+	td := tds[topic]
+	if td.Err != nil {
+		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, td.Err)
+	}
+	pd, ok := td.Partitions[part]
+	switch {
+	case !ok:
+		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: no such partition", topic, part)
+	case pd.Err != nil:
+		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, pd.Err)
+	case pd.Leader < 0:
+		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: it has none now", topic, part)
+	}
+	return pd.Leader, [16]byte(td.ID), nil
+}

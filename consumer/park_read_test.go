@@ -1,0 +1,166 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestParkedRecordReadBack: the parked set keeps offsets, not records; a
+// retry reads its head back. The handler must see at the retry exactly
+// what it saw at the first attempt (topic, partition, offset, key, value,
+// headers, timestamp, event ID), also when the copy was removed from the
+// park topic (read from the source partition then). With both gone the
+// session stays parked, its record neither handled nor dead-lettered, and
+// the reason is logged; the partition's other sessions flow.
+func TestParkedRecordReadBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete []string // topics whose records are deleted through the parked one
+		retry  bool     // whether the retry can run
+	}{
+		{"from the park topic", nil, true},
+		{"copy gone, from the source", []string{"chats.park"}, true},
+		{"both gone", []string{"chats.park", "chats"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, "chats", "chats.park", "dlq")
+			const stuck = "chat-stuck"
+			ts := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+			first := &kgo.Record{Topic: "chats", Key: []byte(stuck), Value: []byte(stuck + "|0"), Timestamp: ts,
+				Headers: []kgo.RecordHeader{{Key: "lanes-event-id", Value: []byte("ev-1")}, {Key: "tenant", Value: []byte("t9")}}}
+			if err := e.client().ProduceSync(context.Background(), first).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var seen []string // what the stuck session's calls saw
+			parked := make(chan struct{})
+			done := 1 // the other session's message, and the stuck one's when its retry can run
+			if tc.retry {
+				done++
+			}
+			rec := newRecorder(done, func(_ context.Context, m *Message) error {
+				if m.SessionID != stuck {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, describe(m))
+				if len(seen) == 1 {
+					close(parked)
+					return Park(errors.New("its backend is down"))
+				}
+				return nil
+			})
+			cfg := e.config("g-park-read", "chats")
+			cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour} // due only when the test says
+			c, err := New(cfg, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := start(t, c)
+			<-parked
+			eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
+			for _, topic := range tc.delete {
+				deleteThrough(t, e, topic)
+			}
+			produceSeqs(t, e, "chats", "chat-other", 0, 1) // the partition flows meanwhile
+			makeDue(t, c, stuck)
+			if !tc.retry {
+				eventually(t, "a failed read back", func() bool { return parkReadFailures(c, stuck) })
+				rec.wait(t) // the other session
+				if n := parkedRecords(c); n != 1 {
+					t.Fatalf("%d records parked; the unreadable one must stay parked", n)
+				}
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			rec.wait(t)
+			eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 2 || seen[0] != seen[1] {
+				t.Fatalf("the retry saw\n%s\nthe first attempt\n%s", seen[len(seen)-1], seen[0])
+			}
+		})
+	}
+}
+
+// describe is what a handler can see of m, in one string.
+func describe(m *Message) string {
+	r := m.Record
+	var hs []string
+	for _, h := range r.Headers {
+		hs = append(hs, h.Key+"="+string(h.Value))
+	}
+	slices.Sort(hs)
+	return fmt.Sprintf("%s/%d@%d key %q value %q headers %q time %v event %s session %s",
+		r.Topic, r.Partition, r.Offset, r.Key, r.Value, hs, r.Timestamp.UTC(), m.EventID, m.SessionID)
+}
+
+func parkedRecords(c *Consumer) int {
+	n := 0
+	for _, p := range c.Stats().Partitions {
+		n += p.Park.Records
+	}
+	return n
+}
+
+// makeDue makes session s's parked head due at once on every partition.
+func makeDue(t *testing.T, c *Consumer, s string) {
+	t.Helper()
+	for _, p := range c.own.all() {
+		p.mu.Lock()
+		if ss := p.pk.set.sessions[s]; ss != nil {
+			ss.notBefore = 0
+		}
+		p.mu.Unlock()
+	}
+}
+
+// parkReadFailures reports whether a retry of session s's head could not
+// read it back: the head is due again only after the park delay.
+func parkReadFailures(c *Consumer, s string) bool {
+	for _, p := range c.own.all() {
+		p.mu.Lock()
+		ss := p.pk.set.sessions[s]
+		failed := ss != nil && !ss.retrying && ss.notBefore > p.pk.set.since(time.Now().Add(time.Minute))
+		p.mu.Unlock()
+		if failed {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteThrough deletes every record of topic's partition 0 so far.
+func deleteThrough(t *testing.T, e *env, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(e.client())
+	ctx := context.Background()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := kadm.Offsets{}
+	ends.Each(func(l kadm.ListedOffset) { o.AddOffset(topic, l.Partition, l.Offset, -1) })
+	res, err := adm.DeleteRecords(ctx, o)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete the records of %s: %v", topic, err)
+	}
+}

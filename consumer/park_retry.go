@@ -1,0 +1,167 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/tracing"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// retryParked runs one retry of the parked head of w's session (w is a
+// retry queued by the park loop, in the session's lane): on success a
+// done marker; on failure a later retry, or, its budget spent, the DLQ and
+// a hold or done marker (ParkPolicy.OnExhausted).
+func (c *Consumer) retryParked(l *lane, w *work) {
+	p := w.p
+	if !p.startExtra() {
+		return // fenced: the parked set goes with the assignment
+	}
+	defer p.finishExtra()
+	h, ok := p.parkHead(w.lane)
+	if !ok {
+		p.parkAbandon(w.lane)
+		return
+	}
+	src, err := c.readParked(p, h)
+	if err != nil && p.isFenced() {
+		p.parkAbandon(w.lane)
+		return
+	}
+	if err != nil {
+		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
+			Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+			Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
+		p.parkRetryLater(w.lane, time.Now())
+		return
+	}
+	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
+	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
+		Attempt: h.retries + 1}
+	// The breaker holds a parked retry as any attempt: during an outage
+	// that opened it, a parked head waits (or probes) instead of spending
+	// its park budget, and a failure while it is open is excused.
+	if !c.silenceWait(rw) {
+		p.parkAbandon(w.lane)
+		return
+	}
+	probe, _, ok := c.breakerWait(rw)
+	if !ok {
+		p.parkAbandon(w.lane)
+		return
+	}
+	holds := c.member.holds.Load()
+	span, err := c.call(l, rw, &rw.msg)
+	cut, err := c.silenced(err, holds)
+	excused := c.brk != nil && c.breakerReport(p, probe, err)
+	tracing.EndProcess(span, err)
+	now := time.Now()
+	switch {
+	case err == nil:
+		c.stats.processed.Add(1)
+		c.parkMark(p, parkDone, w.lane, h.srcOffset)
+	case p.isFenced():
+		p.parkAbandon(w.lane)
+	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
+		c.stats.retries.Add(1)
+		p.parkAbandon(w.lane)
+	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
+		if c.parkDeadLetter(rw, err, ReasonPermanent) {
+			c.parkMark(p, parkDone, w.lane, h.srcOffset)
+		}
+	case !p.parkFailed(w.lane, now):
+		c.stats.retries.Add(1)
+	default:
+		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
+			return
+		}
+		kind := parkDone
+		if c.cfg.Park.OnExhausted == ParkHold {
+			kind = parkHold
+		}
+		c.parkMark(p, kind, w.lane, h.srcOffset)
+	}
+}
+
+// readParked reads the parked copy of head h back from its park partition
+// and returns the source record it carries, as the handler is to see it.
+// A copy removed by retention is read from the source partition instead
+// (the same record) while that one still has it.
+func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
+	defer cancel()
+	r, err := c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
+	if errors.Is(err, errParkCopyGone) {
+		src, serr := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
+		if serr != nil {
+			return nil, fmt.Errorf("%w; nor from its source partition: %w", err, serr)
+		}
+		c.log().Warn().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
+			Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")
+		return src, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e, src, err := parseEntry(r)
+	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset) {
+		err = fmt.Errorf("entry at %d is no parked copy of source offset %d", h.parkOffset, h.srcOffset)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
+	}
+	return src, nil
+}
+
+// parkedSessionOf is the session of a parked record about to be retried,
+// computed as admit does: SessionKey one call at a time (Consumer.userMu).
+func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
+	if c.cfg.SessionKey != nil {
+		c.userMu.Lock()
+		defer c.userMu.Unlock()
+	}
+	return strings.Clone(c.sessionOf(r))
+}
+
+// parkMark writes a done or hold marker of lane through source offset
+// through and, once acknowledged, applies it. After a done marker the
+// retry of the session's next parked head is queued at once, in its lane:
+// a session catching up drains its parked records one after the other,
+// not one per park loop tick, so it is unparked even while its producer
+// keeps sending. Nothing is due after a hold marker.
+func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through int64) {
+	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
+	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
+		c.queueParkRetry(p, lane)
+	}
+}
+
+// parkDeadLetter writes a parked record whose budget is spent to the DLQ
+// until acknowledged (true) or its partition is fenced (false).
+func (c *Consumer) parkDeadLetter(w *work, cause error, reason Reason) bool {
+	rec := c.dlq.record(w.rec, cause.Error(), reason, w.msg.Attempt)
+	for {
+		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
+		err := c.dlq.write(ctx, rec)
+		cancel()
+		if err == nil {
+			c.stats.deadLettered(reason)
+			l := c.recordLog(noSpan, w)
+			l.Warn().Int("attempts", w.msg.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
+				Msg("park: parked record dead-lettered")
+			return true
+		}
+		if w.p.isFenced() || errors.Is(err, context.Canceled) {
+			return false
+		}
+		c.stats.dlqFailures.Add(1)
+		c.log().Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("park: dead-letter write failed; retrying")
+		if !w.p.waitRetry(parkSeq, c.cfg.Retry.MaxInterval) {
+			return false
+		}
+	}
+}
