@@ -176,7 +176,8 @@ func TestShutdownUnderLoad(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run after cancel: %v", err)
 	}
-	eventually(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base })
+	waitFor(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base },
+		func() string { return fmt.Sprintf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, goroutines()) })
 	done := map[int32]map[int64]bool{}
 	for _, call := range rec.snapshot() {
 		if call.err == nil {

@@ -37,6 +37,7 @@ type laneSet struct {
 	wg       sync.WaitGroup
 
 	avail   atomic.Int64 // running workers not inside a record
+	workers atomic.Int64 // worker goroutines alive, parked ones included
 	waiting atomic.Int64 // len(runq), readable without mu
 
 	mu       sync.Mutex
@@ -104,6 +105,7 @@ func (set *laneSet) wakeLocked(n int64) {
 			continue
 		}
 		set.wg.Add(1) // under mu: never concurrent with stop's Wait
+		set.workers.Add(1)
 		go set.work(&worker{wake: make(chan bool, 1)})
 	}
 }
@@ -128,6 +130,7 @@ func (set *laneSet) leave() { set.avail.Add(1) }
 // there is none, and ends when told to (or, stopping, when none is left).
 func (set *laneSet) work(w *worker) {
 	defer set.wg.Done()
+	defer set.workers.Add(-1)
 	for {
 		l, ok := set.take(w)
 		if !ok {
