@@ -177,7 +177,9 @@ func TestShutdownUnderLoad(t *testing.T) {
 		t.Fatalf("Run after cancel: %v", err)
 	}
 	waitFor(t, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= base },
-		func() string { return fmt.Sprintf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, goroutines()) })
+		func() string {
+			return fmt.Sprintf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, goroutines())
+		})
 	done := map[int32]map[int64]bool{}
 	for _, call := range rec.snapshot() {
 		if call.err == nil {
