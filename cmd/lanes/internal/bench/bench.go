@@ -31,6 +31,7 @@ type benchConfig struct {
 	args       []string   // as given, for the record
 	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
 	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
+	rounds     int        // --rounds: of the --stuck comparison
 	scale      *scaleSpec // --scale: the scaling run instead of the workloads
 }
 
@@ -62,6 +63,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
 	scale := fs.String("scale", "", "member counts such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
 	stuck := fs.String("stuck", "", "PCT:DURATION (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
+	fs.IntVar(&c.rounds, "rounds", 1, "with --stuck: run the comparison this many times, its runs interleaved, and report the medians (its timing figures are noisy on a shared machine)")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +91,10 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("--max-run %v: want a positive duration", c.maxRun)
 	case c.timeout <= 0:
 		return c, fmt.Errorf("--timeout %v: want a positive duration", c.timeout)
+	case c.rounds < 1:
+		return c, fmt.Errorf("--rounds %d: need at least 1", c.rounds)
+	case c.rounds > 1 && *stuck == "":
+		return c, fmt.Errorf("--rounds %d: only used with --stuck", c.rounds)
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })

@@ -168,13 +168,13 @@ func TestPoolDefault(t *testing.T) {
 }
 
 // TestBenchStuckSmall runs the --stuck comparison end to end on the
-// embedded broker, small: three runs, order and loss checked for every
-// message, the stuck sessions parked in the park run and holding their
+// embedded broker, small: two rounds of three runs, order and loss checked
+// for every message, the stuck sessions parked in the park run and holding their
 // partition's commits with in-lane retries. No timing is asserted.
 func TestBenchStuckSmall(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := Run(context.Background(), []string{"--stuck", "10%:1s", "--sessions", "50", "--rate", "1000",
-		"--duration", "2s", "--work", "0", "--partitions", "4", "--json"}, &out, &errOut)
+		"--duration", "2s", "--work", "0", "--partitions", "4", "--rounds", "2", "--json"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
@@ -182,8 +182,8 @@ func TestBenchStuckSmall(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out.String())
 	}
-	if rep.Stuck != 5 || len(rep.Results) != 3 {
-		t.Fatalf("%d stuck sessions, %d runs: want 5 and 3\n%s", rep.Stuck, len(rep.Results), out.String())
+	if rep.Stuck != 5 || len(rep.Results) != 3 || rep.Rounds != 2 {
+		t.Fatalf("%d stuck sessions, %d runs, %d rounds: want 5, 3 and 2\n%s", rep.Stuck, len(rep.Results), rep.Rounds, out.String())
 	}
 	for _, r := range rep.Results {
 		if r.Violations+r.Overlaps+r.Lost != 0 || r.OthersRate == 0 {
@@ -210,6 +210,9 @@ func TestParseStuck(t *testing.T) {
 		{[]string{"--stuck", "100%:1s", "--sessions", "3"}, "every one of the 3 sessions"},
 		{[]string{"--stuck", "1%:1s", "--mode", "closed"}, "--mode: not used with --stuck"},
 		{[]string{"--stuck", "1%:1s", "--work", "0,1ms"}, "want one duration"},
+		{[]string{"--stuck", "1%:1s", "--rounds", "3"}, ""},
+		{[]string{"--stuck", "1%:1s", "--rounds", "0"}, "--rounds 0: need at least 1"},
+		{[]string{"--rounds", "3"}, "only used with --stuck"},
 	} {
 		c, err := parseBench(tc.args, io.Discard)
 		switch {
@@ -218,6 +221,26 @@ func TestParseStuck(t *testing.T) {
 		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
 			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.bad)
 		}
+	}
+}
+
+// TestMedianResults: with several rounds a --stuck report shows per mode
+// the median of each figure (ratios taken within their round), the
+// highest peaks and the summed violations, overlaps and losses.
+func TestMedianResults(t *testing.T) {
+	ms := time.Millisecond
+	round := func(rate, p99Ratio float64, p99 time.Duration, lag int64, lost int) []StuckResult {
+		return []StuckResult{{Mode: "no stuck", OthersRate: 100, Ratio: 1, P99: 10 * ms, P99Ratio: 1, Finished: true},
+			{Mode: "park", OthersRate: rate, Ratio: rate / 100, P99: p99, P99Ratio: p99Ratio, PeakLag: lag, Lost: lost, Finished: true}}
+	}
+	got := medianResults([][]StuckResult{round(90, 3, 30*ms, 5, 0), round(100, 1, 10*ms, 9, 1), round(95, 1.2, 12*ms, 7, 0)})
+	park := got[1]
+	if park.OthersRate != 95 || park.Ratio != 0.95 || park.P99 != 12*ms || park.P99Ratio != 1.2 || park.PeakLag != 9 || park.Lost != 1 ||
+		!park.Finished || got[0].Mode != "no stuck" || park.Mode != "park" {
+		t.Fatalf("medians %+v", park)
+	}
+	if even := median([]float64{4, 1, 3, 2}); even != 2.5 {
+		t.Fatalf("median of 1..4 = %v, want 2.5", even)
 	}
 }
 

@@ -119,6 +119,7 @@ type StuckResult struct {
 	OthersRate float64       `json:"others_msgs_per_s"`
 	Ratio      float64       `json:"ratio"`
 	P99        time.Duration `json:"others_p99_ns"` // send to handled, other sessions
+	P99Ratio   float64       `json:"p99_ratio"`     // ÷ the no-stuck run's p99
 	// PeakLag is the largest commit lag of one partition seen (records
 	// between its committed offset and its end); LongestStall the longest
 	// time one partition's committed offset stayed put with records after it.
@@ -132,27 +133,34 @@ type StuckResult struct {
 	Elapsed      time.Duration `json:"elapsed_ns"`
 }
 
-// runStuck runs the --stuck comparison and prints it.
+// runStuck runs the --stuck comparison (--rounds times, its runs
+// interleaved) and prints it.
 func (b *bench) runStuck(ctx context.Context, w workload, spec stuckSpec, stdout io.Writer) error {
 	stuck := stuckCount(w.Sessions, spec.share)
-	fmt.Fprintf(b.stderr, "stuck: %d sessions, %d of them failing for the first %v; %d msg/s for %v, work %v, %d partitions, %s\n",
-		w.Sessions, stuck, spec.dur, w.Rate, w.Duration, w.Work, w.Partitions, b.where)
-	var rs []StuckResult
-	for i, m := range stuckModes {
-		r, err := b.stuckRun(ctx, w, spec, m, i)
-		if err != nil {
-			return err
+	rounds := max(b.cfg.rounds, 1)
+	fmt.Fprintf(b.stderr, "stuck: %d sessions, %d of them failing for the first %v; %d msg/s for %v, work %v, %d partitions, %d round(s), %s\n",
+		w.Sessions, stuck, spec.dur, w.Rate, w.Duration, w.Work, w.Partitions, rounds, b.where)
+	var all [][]StuckResult
+	for round := range rounds {
+		var rs []StuckResult
+		for i, m := range stuckModes {
+			r, err := b.stuckRun(ctx, w, spec, m, round*len(stuckModes)+i)
+			if err != nil {
+				return err
+			}
+			r.Ratio, r.P99Ratio = 1, 1
+			if len(rs) > 0 {
+				r.Ratio, r.P99Ratio = r.OthersRate/rs[0].OthersRate, ratio(r.P99, rs[0].P99)
+			}
+			fmt.Fprintf(b.stderr, "[%d/%d] %-16s others %8.0f msg/s (%.2f), p99 %v (%.2f×), peak commit lag %d\n",
+				round*len(stuckModes)+i+1, rounds*len(stuckModes), m.name, r.OthersRate, r.Ratio,
+				r.P99.Round(100*time.Microsecond), r.P99Ratio, r.PeakLag)
+			rs = append(rs, r)
 		}
-		if len(rs) > 0 && rs[0].OthersRate > 0 {
-			r.Ratio = r.OthersRate / rs[0].OthersRate
-		}
-		fmt.Fprintf(b.stderr, "[%d/%d] %-16s others %8.0f msg/s, p99 %v, peak commit lag %d\n", i+1, len(stuckModes), m.name,
-			r.OthersRate, r.P99.Round(100*time.Microsecond), r.PeakLag)
-		rs = append(rs, r)
+		all = append(all, rs)
 	}
-	rs[0].Ratio = 1
 	rep := stuckReport{Spec: spec.text, StuckFor: spec.dur, Sessions: w.Sessions, Stuck: stuck, Rate: w.Rate, Duration: w.Duration,
-		Work: w.Work, Partitions: w.Partitions, Where: b.where, Results: rs}
+		Work: w.Work, Partitions: w.Partitions, Where: b.where, Rounds: rounds, Results: medianResults(all)}
 	if b.cfg.json {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
