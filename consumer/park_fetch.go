@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,10 +27,31 @@ var errParkCopyGone = errors.New("parked copy no longer in the park topic")
 // fetch; an error is for the caller to try again later, but
 // errParkCopyGone, which no retry mends.
 func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (*kgo.Record, error) {
-	leader, id, err := io.leaderOf(ctx, topic, part)
-	if err != nil {
-		return nil, err
+	tp := topicPart{topic, part}
+	l, cached := io.leaders.get(tp)
+	for {
+		if !cached {
+			var err error
+			if l, err = io.leaderOf(ctx, topic, part); err != nil {
+				return nil, err
+			}
+			io.leaders.put(tp, l)
+		}
+		r, err := io.fetchAt(ctx, l, topic, part, off)
+		if err == nil || errors.Is(err, errParkCopyGone) {
+			return r, err
+		}
+		io.leaders.forget(tp) // moved, or the topic made again: looked up anew
+		if !cached || ctx.Err() != nil {
+			return nil, err
+		}
+		cached = false
 	}
+}
+
+// fetchAt asks leader l for the record at off of (topic, part).
+func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part int32, off int64) (*kgo.Record, error) {
+	leader, id := l.broker, l.topicID
 	req := kmsg.NewPtrFetchRequest()
 	req.MinBytes, req.MaxBytes = 1, parkFetchBytes
 	rt := kmsg.NewFetchRequestTopic()
@@ -78,25 +100,66 @@ func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off 
 	return nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
 }
 
-// leaderOf returns the broker leading park partition (topic, part) and the
-// topic's ID (a fetch names topics by ID from version 13).
-func (io *parkIO) leaderOf(ctx context.Context, topic string, part int32) (int32, [16]byte, error) {
+// leaderOf is the broker leading a partition and its topic's ID (a fetch
+// names topics by ID from version 13).
+type leaderOf struct {
+	broker  int32
+	topicID [16]byte
+}
+
+type topicPart struct {
+	topic string
+	part  int32
+}
+
+// leaderCache keeps the leaders readAt found, so that a session draining
+// its parked records costs one fetch per record, not a metadata request
+// too; an entry is forgotten when a fetch through it fails.
+type leaderCache struct {
+	mu sync.Mutex
+	m  map[topicPart]leaderOf
+}
+
+func (c *leaderCache) get(tp topicPart) (leaderOf, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.m[tp]
+	return l, ok
+}
+
+func (c *leaderCache) put(tp topicPart, l leaderOf) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[topicPart]leaderOf{}
+	}
+	c.m[tp] = l
+}
+
+func (c *leaderCache) forget(tp topicPart) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, tp)
+}
+
+// leaderOf looks up the broker leading park partition (topic, part).
+func (io *parkIO) leaderOf(ctx context.Context, topic string, part int32) (leaderOf, error) {
 	tds, err := kadm.NewClient(io.client).ListTopics(ctx, topic)
 	if err != nil {
-		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, err)
+		return leaderOf{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, err)
 	}
 	td := tds[topic]
 	if td.Err != nil {
-		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, td.Err)
+		return leaderOf{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, td.Err)
 	}
 	pd, ok := td.Partitions[part]
 	switch {
 	case !ok:
-		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: no such partition", topic, part)
+		return leaderOf{}, fmt.Errorf("find the leader of %s/%d: no such partition", topic, part)
 	case pd.Err != nil:
-		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, pd.Err)
+		return leaderOf{}, fmt.Errorf("find the leader of %s/%d: %w", topic, part, pd.Err)
 	case pd.Leader < 0:
-		return 0, [16]byte{}, fmt.Errorf("find the leader of %s/%d: it has none now", topic, part)
+		return leaderOf{}, fmt.Errorf("find the leader of %s/%d: it has none now", topic, part)
 	}
-	return pd.Leader, [16]byte(td.ID), nil
+	return leaderOf{pd.Leader, [16]byte(td.ID)}, nil
 }

@@ -36,8 +36,9 @@ var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", 
 // consumer per rebuild (a group client cannot consume partitions
 // directly).
 type parkIO struct {
-	cfg    *Config
-	client *kgo.Client
+	cfg     *Config
+	client  *kgo.Client
+	leaders leaderCache // of park partitions, for readAt
 }
 
 func openPark(cfg *Config) (*parkIO, error) {

@@ -164,3 +164,43 @@ func deleteThrough(t *testing.T, e *env, topic string) {
 		t.Fatalf("delete the records of %s: %v", topic, err)
 	}
 }
+
+// TestParkReadAtStaleLeader: readAt keeps the leaders it found; one that
+// is out of date (the leader moved, the topic was made again) costs a
+// fresh lookup, not a failed retry.
+func TestParkReadAtStaleLeader(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	r := &kgo.Record{Topic: "chats.park", Key: []byte("k"), Value: []byte("v")}
+	if err := e.client().ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config("g-park-stale", "chats")
+	cfg.Park.Enabled = true
+	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.openPark(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.closePark()
+	ctx := context.Background()
+	good, err := c.park.leaderOf(ctx, "chats.park", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := topicPart{"chats.park", 0}
+	for name, stale := range map[string]leaderOf{
+		"another broker": {broker: good.broker + 7, topicID: good.topicID},
+		"another topic":  {broker: good.broker, topicID: [16]byte{1, 2, 3}},
+	} {
+		c.park.leaders.put(tp, stale)
+		got, err := c.park.readAt(ctx, "chats.park", 0, r.Offset)
+		if err != nil || string(got.Value) != "v" {
+			t.Fatalf("%s: read %v, %v; want the record", name, got, err)
+		}
+		if l, _ := c.park.leaders.get(tp); l != good {
+			t.Fatalf("%s: cached %+v after the read, want %+v", name, l, good)
+		}
+	}
+}
