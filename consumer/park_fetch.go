@@ -24,33 +24,35 @@ var errParkCopyGone = errors.New("parked copy no longer in the park topic")
 // readAt reads the entry at offset off of park partition (topic, part): a
 // parked copy, read back when its retry is due (the parked set keeps
 // offsets, not records). It asks the partition's leader directly with one
-// fetch; an error is for the caller to try again later, but
-// errParkCopyGone, which no retry mends.
-func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (*kgo.Record, error) {
+// fetch, and returns the records the fetch brought after it too (after, in
+// offset order): the next heads of a draining session are among them. An
+// error is for the caller to try again later, but errParkCopyGone, which
+// no retry mends.
+func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (r *kgo.Record, after []*kgo.Record, err error) {
 	tp := topicPart{topic, part}
 	l, cached := io.leaders.get(tp)
 	for {
 		if !cached {
 			var err error
 			if l, err = io.leaderOf(ctx, topic, part); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			io.leaders.put(tp, l)
 		}
-		r, err := io.fetchAt(ctx, l, topic, part, off)
+		r, after, err = io.fetchAt(ctx, l, topic, part, off)
 		if err == nil || errors.Is(err, errParkCopyGone) {
-			return r, err
+			return r, after, err
 		}
 		io.leaders.forget(tp) // moved, or the topic made again: looked up anew
 		if !cached || ctx.Err() != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cached = false
 	}
 }
 
 // fetchAt asks leader l for the record at off of (topic, part).
-func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part int32, off int64) (*kgo.Record, error) {
+func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part int32, off int64) (*kgo.Record, []*kgo.Record, error) {
 	leader, id := l.broker, l.topicID
 	req := kmsg.NewPtrFetchRequest()
 	req.MinBytes, req.MaxBytes = 1, parkFetchBytes
@@ -62,11 +64,11 @@ func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part in
 	req.Topics = append(req.Topics, rt)
 	kresp, err := io.client.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
+		return nil, nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
+		return nil, nil, fmt.Errorf("fetch %s/%d at %d from broker %d: %w", topic, part, off, leader, err)
 	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
@@ -75,29 +77,30 @@ func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part in
 			}
 		}
 	}
-	return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: the answer has no such partition", topic, part, off, leader)
+	return nil, nil, fmt.Errorf("fetch %s/%d at %d from broker %d: the answer has no such partition", topic, part, off, leader)
 }
 
-// pickAt decodes a fetched partition and returns its record at off.
-func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, error) {
+// pickAt decodes a fetched partition and returns its record at off and
+// those after it.
+func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, []*kgo.Record, error) {
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
 		rp, kgo.DefaultDecompressor(), nil)
 	switch {
 	case errors.Is(fp.Err, kerr.OffsetOutOfRange) && off < fp.LogStartOffset:
-		return nil, fmt.Errorf("%w: %s/%d offset %d is below the log start %d: make the park topic's retention longer than the longest park delay plus an outage",
+		return nil, nil, fmt.Errorf("%w: %s/%d offset %d is below the log start %d: make the park topic's retention longer than the longest park delay plus an outage",
 			errParkCopyGone, topic, part, off, fp.LogStartOffset)
 	case fp.Err != nil:
-		return nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
+		return nil, nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
 	}
-	for _, r := range fp.Records {
+	for i, r := range fp.Records {
 		if r.Offset == off {
-			return r, nil
+			return r, fp.Records[i+1:], nil
 		}
 		if r.Offset > off {
-			return nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errParkCopyGone, topic, part, off, r.Offset)
+			return nil, nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errParkCopyGone, topic, part, off, r.Offset)
 		}
 	}
-	return nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
+	return nil, nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
 }
 
 // leaderOf is the broker leading a partition and its topic's ID (a fetch

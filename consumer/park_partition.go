@@ -20,6 +20,14 @@ type partPark struct {
 	unavailable error     // the rebuild failed: nothing of the partition starts
 	retryAt     time.Time // when the park loop tries the rebuild again
 	retries     int       // rebuilds failed in a row
+	ahead       readAhead // parked copies read along with a head
+}
+
+// parkAhead is p's read-ahead of parked copies.
+func (p *partition) parkAhead() *readAhead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &p.pk.ahead
 }
 
 // Commit metadata: lanes' completed offsets (metadata.go), then the park

@@ -195,7 +195,7 @@ func TestParkReadAtStaleLeader(t *testing.T) {
 		"another topic":  {broker: good.broker, topicID: [16]byte{1, 2, 3}},
 	} {
 		c.park.leaders.put(tp, stale)
-		got, err := c.park.readAt(ctx, "chats.park", 0, r.Offset)
+		got, _, err := c.park.readAt(ctx, "chats.park", 0, r.Offset)
 		if err != nil || string(got.Value) != "v" {
 			t.Fatalf("%s: read %v, %v; want the record", name, got, err)
 		}

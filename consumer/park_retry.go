@@ -92,20 +92,21 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 // A copy removed by retention is read from the source partition instead
 // (the same record) while that one still has it.
 func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error) {
-	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
-	defer cancel()
-	r, err := c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
-	if errors.Is(err, errParkCopyGone) {
-		src, serr := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
-		if serr != nil {
-			return nil, fmt.Errorf("%w; nor from its source partition: %w", err, serr)
+	ahead := p.parkAhead()
+	r := ahead.take(h.parkOffset)
+	if r == nil {
+		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
+		defer cancel()
+		var after []*kgo.Record
+		var err error
+		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
+		if errors.Is(err, errParkCopyGone) {
+			return c.readSource(ctx, p, h, err)
 		}
-		c.log().Warn().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
-			Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")
-		return src, nil
-	}
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		ahead.keep(after)
 	}
 	e, src, err := parseEntry(r)
 	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset) {
@@ -114,6 +115,18 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 	if err != nil {
 		return nil, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
 	}
+	return src, nil
+}
+
+// readSource reads parked head h from its source partition: its copy is
+// gone from the park topic (gone says how).
+func (c *Consumer) readSource(ctx context.Context, p *partition, h parkedRecord, gone error) (*kgo.Record, error) {
+	src, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
+	if err != nil {
+		return nil, fmt.Errorf("%w; nor from its source partition: %w", gone, err)
+	}
+	c.log().Warn().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
+		Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")
 	return src, nil
 }
 
