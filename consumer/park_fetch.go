@@ -54,6 +54,7 @@ func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int6
 // fetchAt asks leader l for the record at off of (topic, part).
 func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part int32, off int64) (*kgo.Record, []*kgo.Record, error) {
 	leader, id := l.broker, l.topicID
+	io.fetches.Add(1)
 	req := kmsg.NewPtrFetchRequest()
 	req.MinBytes, req.MaxBytes = 1, parkFetchBytes
 	rt := kmsg.NewFetchRequestTopic()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,7 +39,8 @@ var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", 
 type parkIO struct {
 	cfg     *Config
 	client  *kgo.Client
-	leaders leaderCache // of park partitions, for readAt
+	leaders leaderCache  // of park partitions, for readAt
+	fetches atomic.Int64 // fetches readAt made (tests)
 }
 
 func openPark(cfg *Config) (*parkIO, error) {

@@ -204,3 +204,56 @@ func TestParkReadAtStaleLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestParkDrainReadsAhead: a session draining its parked records reads
+// them back a fetch's worth at a time, not with a fetch per record.
+func TestParkDrainReadsAhead(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck, n = "chat-stuck", 50
+	var once sync.Once
+	rec := newRecorder(n, func(_ context.Context, m *Message) error {
+		var err error
+		once.Do(func() { err = Park(errors.New("its backend is down")) })
+		return err
+	})
+	cfg := e.config("g-park-ahead", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	produceSeqs(t, e, "chats", stuck, 0, n)
+	eventually(t, "every record parked", func() bool { return parkedRecords(c) == n })
+	makeDue(t, c, stuck)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, []string{stuck}, n)
+	if f := c.park.fetches.Load(); f > n/5 {
+		t.Fatalf("%d fetches to drain %d parked records; want a few (read ahead)", f, n)
+	}
+}
+
+// TestReadAheadBounded: the read-ahead keeps parked copies only, each once,
+// at most parkFetchBytes of them.
+func TestReadAheadBounded(t *testing.T) {
+	copyAt := func(off int64, size int) *kgo.Record {
+		return &kgo.Record{Offset: off, Value: make([]byte, size),
+			Headers: []kgo.RecordHeader{{Key: HeaderParkKind, Value: []byte("record")}}}
+	}
+	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: HeaderParkKind, Value: []byte("done")}}}
+	var ra readAhead
+	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkFetchBytes+1)})
+	if ra.take(3) != nil || ra.take(4) != nil {
+		t.Fatal("kept a marker or a copy larger than the bound")
+	}
+	if ra.take(1) == nil || ra.take(1) != nil {
+		t.Fatal("a kept copy is taken once")
+	}
+	ra.keep([]*kgo.Record{copyAt(5, parkFetchBytes-30)}) // with copy 2 kept, over the bound
+	if ra.take(2) != nil || ra.take(5) == nil || ra.bytes != 0 {
+		t.Fatalf("over the bound the older copies go: %d bytes left", ra.bytes)
+	}
+}
