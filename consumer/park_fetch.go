@@ -16,15 +16,17 @@ import (
 // first batch of a fetch whatever its size.
 const parkFetchBytes = 1 << 20
 
-// errParkCopyGone: the parked copy asked for is no longer in its park
-// partition (removed by retention before it was retried).
-var errParkCopyGone = errors.New("parked copy no longer in the park topic")
+// errRecordGone: the record asked for is no longer in its partition
+// (deleted by retention, or by an operator's DeleteRecords).
+var errRecordGone = errors.New("record no longer in its partition")
 
-// readAt reads the entry at offset off of park partition (topic, part): a
-// parked copy, read back when its retry is due (the parked set keeps
-// offsets, not records). It asks the partition's leader directly with one
+// readAt reads the record at offset off of partition (topic, part): a
+// parked copy, read back from its park partition when its retry is due
+// (the parked set keeps offsets, not records), or its source record when
+// the copy is gone. It asks the partition's leader directly with one
 // fetch; an error is for the caller to try again later, but
-// errParkCopyGone, which no retry mends.
+// errRecordGone (the offset is below the partition's log start, or
+// missing from it), which no retry mends.
 func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (*kgo.Record, error) {
 	leader, id, err := io.leaderOf(ctx, topic, part)
 	if err != nil {
@@ -48,9 +50,14 @@ func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int6
 	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
-			if t.Partitions[i].Partition == part {
-				return pickAt(&t.Partitions[i], topic, part, off)
+			if t.Partitions[i].Partition != part {
+				continue
 			}
+			r, err := pickAt(&t.Partitions[i], topic, part, off)
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				err = io.outOfRange(ctx, topic, part, off, err)
+			}
+			return r, err
 		}
 	}
 	return nil, fmt.Errorf("fetch %s/%d at %d from broker %d: the answer has no such partition", topic, part, off, leader)
@@ -60,11 +67,7 @@ func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int6
 func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, error) {
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
 		rp, kgo.DefaultDecompressor(), nil)
-	switch {
-	case errors.Is(fp.Err, kerr.OffsetOutOfRange) && off < fp.LogStartOffset:
-		return nil, fmt.Errorf("%w: %s/%d offset %d is below the log start %d: make the park topic's retention longer than the longest park delay plus an outage",
-			errParkCopyGone, topic, part, off, fp.LogStartOffset)
-	case fp.Err != nil:
+	if fp.Err != nil {
 		return nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
 	}
 	for _, r := range fp.Records {
@@ -72,10 +75,31 @@ func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off 
 			return r, nil
 		}
 		if r.Offset > off {
-			return nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errParkCopyGone, topic, part, off, r.Offset)
+			return nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errRecordGone, topic, part, off, r.Offset)
 		}
 	}
 	return nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
+}
+
+// outOfRange tells why a fetch of (topic, part) at off was out of range
+// (err): errRecordGone when off is below the partition's log start (the
+// record was deleted), else err. The log start is listed: Kafka's answer
+// to an out-of-range fetch carries none (log start -1).
+func (io *parkIO) outOfRange(ctx context.Context, topic string, part int32, off int64, err error) error {
+	starts, lerr := kadm.NewClient(io.client).ListStartOffsets(ctx, topic)
+	if lerr == nil {
+		lerr = starts.Error()
+	}
+	start, ok := starts.Lookup(topic, part)
+	switch {
+	case lerr != nil:
+		return fmt.Errorf("%w (and its log start: %w)", err, lerr)
+	case !ok || start.Err != nil:
+		return fmt.Errorf("%w (and its log start: not listed, %v)", err, start.Err)
+	case off < start.Offset:
+		return fmt.Errorf("%w: %s/%d offset %d is below the log start %d", errRecordGone, topic, part, off, start.Offset)
+	}
+	return err
 }
 
 // leaderOf returns the broker leading park partition (topic, part) and the

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestParkedRecordReadBack: the parked set keeps offsets, not records; a
@@ -32,6 +34,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 1, "chats", "chats.park", "dlq")
+			gone := kafkaOutOfRange(t, e)
 			const stuck = "chat-stuck"
 			ts := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 			first := &kgo.Record{Topic: "chats", Key: []byte(stuck), Value: []byte(stuck + "|0"), Timestamp: ts,
@@ -69,7 +72,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 			<-parked
 			eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 			for _, topic := range tc.delete {
-				deleteThrough(t, e, topic)
+				gone(topic, deleteThrough(t, e, topic))
 			}
 			produceSeqs(t, e, "chats", "chat-other", 0, 1) // the partition flows meanwhile
 			makeDue(t, c, stuck)
@@ -145,8 +148,9 @@ func parkReadFailures(c *Consumer, s string) bool {
 	return false
 }
 
-// deleteThrough deletes every record of topic's partition 0 so far.
-func deleteThrough(t *testing.T, e *env, topic string) {
+// deleteThrough deletes every record of topic's partition 0 so far and
+// returns the new log start.
+func deleteThrough(t *testing.T, e *env, topic string) int64 {
 	t.Helper()
 	adm := kadm.NewClient(e.client())
 	ctx := context.Background()
@@ -156,11 +160,62 @@ func deleteThrough(t *testing.T, e *env, topic string) {
 	}
 	o := kadm.Offsets{}
 	ends.Each(func(l kadm.ListedOffset) { o.AddOffset(topic, l.Partition, l.Offset, -1) })
+	end, _ := ends.Lookup(topic, 0)
 	res, err := adm.DeleteRecords(ctx, o)
 	if err == nil {
 		err = res.Error()
 	}
 	if err != nil {
 		t.Fatalf("delete the records of %s: %v", topic, err)
+	}
+	return end.Offset
+}
+
+// kafkaOutOfRange makes e's broker answer a fetch below a partition's log
+// start as Apache Kafka does (ReplicaManager: an OFFSET_OUT_OF_RANGE
+// partition carries log start, high watermark and last stable offset -1),
+// not as kfake does (its true log start). gone(topic, start) says that
+// partition 0 of topic starts at start now.
+func kafkaOutOfRange(t *testing.T, e *env) (gone func(topic string, start int64)) {
+	t.Helper()
+	var mu sync.Mutex
+	starts := map[string]int64{} // by topic name and by topic ID
+	e.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
+			return nil, nil, false
+		}
+		rt, rp := req.Topics[0], req.Topics[0].Partitions[0]
+		start, ok := starts[rt.Topic]
+		if !ok {
+			start, ok = starts[string(rt.TopicID[:])]
+		}
+		if !ok || rp.Partition != 0 || rp.FetchOffset >= start {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SessionID = req.SessionID
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition, sp.ErrorCode = 0, kerr.OffsetOutOfRange.Code
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	adm := kadm.NewClient(e.client())
+	return func(topic string, start int64) {
+		tds, err := adm.ListTopics(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := tds[topic].ID
+		mu.Lock()
+		defer mu.Unlock()
+		starts[topic], starts[string(id[:])] = start, start
 	}
 }

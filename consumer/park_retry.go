@@ -33,9 +33,13 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return
 	}
 	if err != nil {
+		msg := "park: cannot read the parked record back for its retry; it is tried again after the park delay"
+		if errors.Is(err, errRecordGone) {
+			msg = "park: parked record deleted from the park topic and from its source partition (retention): it cannot be retried and its session stays parked; keep both topics' retention longer than the longest park delay plus an outage"
+		}
 		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
-			Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
-			Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
+			Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+			Msg(msg)
 		p.parkRetryLater(w.lane, time.Now())
 		return
 	}
@@ -95,10 +99,10 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 	defer cancel()
 	r, err := c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
-	if errors.Is(err, errParkCopyGone) {
+	if errors.Is(err, errRecordGone) {
 		src, serr := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
 		if serr != nil {
-			return nil, fmt.Errorf("%w; nor from its source partition: %w", err, serr)
+			return nil, fmt.Errorf("parked copy gone from the park topic (%v), nor read from its source partition: %w", err, serr)
 		}
 		c.log().Warn().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
 			Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")
