@@ -11,10 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// parkFetchBytes bounds what one read of a parked copy asks the broker
-// for. A copy larger than it still comes back whole: a broker returns the
-// first batch of a fetch whatever its size.
-const parkFetchBytes = 1 << 20
+// parkFetchBytes is what one read of a parked copy asks the broker for:
+// next to nothing, as a broker returns the first batch of a fetch whatever
+// its size (KIP-74), here the batch holding the offset asked for, and
+// nothing after it (a read of a megabyte would fetch and decode a
+// megabyte of other records per retry).
+const parkFetchBytes = 1
 
 // errRecordGone: the record asked for is no longer in its partition
 // (deleted by retention, or by an operator's DeleteRecords).
@@ -65,7 +67,7 @@ func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int6
 
 // pickAt decodes a fetched partition and returns its record at off.
 func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, error) {
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
 		rp, kgo.DefaultDecompressor(), nil)
 	if fp.Err != nil {
 		return nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
@@ -77,6 +79,9 @@ func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off 
 		if r.Offset > off {
 			return nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errRecordGone, topic, part, off, r.Offset)
 		}
+	}
+	if next > off { // the batch holding off was read, with no record at it (a control record, or compacted away)
+		return nil, fmt.Errorf("%w: %s/%d has no record at offset %d", errRecordGone, topic, part, off)
 	}
 	return nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
 }

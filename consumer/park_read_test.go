@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +220,55 @@ func kafkaOutOfRange(t *testing.T, e *env) (gone func(topic string, start int64)
 		mu.Lock()
 		defer mu.Unlock()
 		starts[topic], starts[string(id[:])] = start, start
+	}
+}
+
+// fetchBytes counts the bytes of fetch responses a client reads.
+type fetchBytes struct{ n atomic.Int64 }
+
+func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Fetch) {
+		f.n.Add(int64(n))
+	}
+}
+
+// TestParkReadAtOneBatch: reading a parked copy back fetches the batch
+// that holds it, not the park partition's following records too (a
+// session draining its parked records reads each once: a fetch of up to a
+// megabyte per retry, all of it decoded, would make that quadratic in
+// bytes). Every offset of the partition is read back right, the first, a
+// middle and the last of batches of several records included.
+func TestParkReadAtOneBatch(t *testing.T) {
+	e := newEnv(t, 1, "chats.park")
+	var fb fetchBytes
+	io := &parkIO{cfg: &Config{}, client: e.client(kgo.WithHooks(&fb), kgo.RecordPartitioner(kgo.ManualPartitioner()))}
+	ctx := context.Background()
+	value := make([]byte, 10_000) // incompressible
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range value {
+		value[i] = byte(rng.Uint32())
+	}
+	const n = 200
+	for i := 0; i < n; i += 4 { // batches of four records
+		var rs []*kgo.Record
+		for j := range 4 {
+			rs = append(rs, &kgo.Record{Topic: "chats.park", Key: []byte(strconv.Itoa(i + j)), Value: value})
+		}
+		if err := io.client.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off := range int64(n) {
+		before := fb.n.Load()
+		r, err := io.readAt(ctx, "chats.park", 0, off)
+		if err != nil {
+			t.Fatalf("read back offset %d: %v", off, err)
+		}
+		if r.Offset != off || string(r.Key) != strconv.Itoa(int(off)) {
+			t.Fatalf("read back offset %d: got offset %d key %q", off, r.Offset, r.Key)
+		}
+		if got := fb.n.Load() - before; got > int64(5*len(value)) {
+			t.Fatalf("reading offset %d back fetched %d bytes; its batch of 4 records has about %d", off, got, 4*len(value))
+		}
 	}
 }
