@@ -272,3 +272,68 @@ func TestParkReadAtOneBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestParkReadFencedMeanwhile: a retry whose read back of its parked head
+// is under way when the partition is fenced (here a shutdown; a revoke or
+// a loss the same) starts no handler call once the read returns: a fenced
+// partition starts nothing more (its next owner retries the head).
+func TestParkReadFencedMeanwhile(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	produceSeqs(t, e, "chats", stuck, 0, 1)
+	var calls atomic.Int32
+	parked := make(chan struct{})
+	rec := newRecorder(1, func(_ context.Context, m *Message) error {
+		if calls.Add(1) == 1 {
+			close(parked)
+			return Park(errors.New("its backend is down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-fenced", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	<-parked
+	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
+	tds, err := kadm.NewClient(e.client()).ListTopics(context.Background(), "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parkID := tds["chats.park"].ID
+	reading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || (req.Topics[0].Topic != "chats.park" && req.Topics[0].TopicID != parkID) {
+			e.c.KeepControl()
+			return nil, nil, false
+		}
+		once.Do(func() { close(reading) })
+		e.c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	makeDue(t, c, stuck)
+	<-reading // the retry reads its head back
+	parts := c.own.all()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	eventually(t, "the partition fenced", func() bool {
+		for _, p := range parts {
+			if !p.isFenced() {
+				return false
+			}
+		}
+		return true
+	})
+	close(release) // the read back succeeds, after the fence
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the parked head was handled after its partition was fenced (%d calls, want 1)", n)
+	}
+}

@@ -28,7 +28,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return
 	}
 	src, err := c.readParked(p, h)
-	if err != nil && p.isFenced() {
+	if p.isFenced() { // meanwhile: start nothing more (the read may take a while)
 		p.parkAbandon(w.lane)
 		return
 	}
