@@ -54,6 +54,12 @@ func newParkDiff(seed uint64) *parkDiff {
 	if rng.IntN(4) == 0 {
 		d.now = time.Unix(1e9, 0) // long before the set's base, as the model test's clock
 	}
+	if rng.IntN(2) == 0 { // a rebuild from a committed park position
+		pos, epoch := int64(rng.IntN(5)), int64(rng.IntN(7))-1
+		d.ps.begin(pos, epoch)
+		d.old.begin(pos, epoch)
+		d.park, d.epochs = pos, append(d.epochs, epoch)
+	}
 	for i := range 2 + rng.IntN(4) {
 		d.sessions = append(d.sessions, fmt.Sprintf("s%d", i))
 	}
