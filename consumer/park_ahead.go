@@ -6,12 +6,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// parkAheadBytes bounds what a partition's read-ahead holds.
+const parkAheadBytes = 1 << 20
+
 // readAhead keeps the parked copies that a read of a parked head brought
 // along (parkIO.readAt fetches up to parkFetchBytes from the head on): a
 // session draining its parked records finds its next heads here instead
 // of asking the broker once per record. A park partition's entries never
 // change, so what is kept stays right; what it holds is bounded by
-// parkFetchBytes per partition, and it goes with the partition.
+// parkAheadBytes per partition, and it goes with the partition.
 type readAhead struct {
 	mu    sync.Mutex
 	recs  map[int64]*kgo.Record // by park offset
@@ -40,10 +43,10 @@ func (ra *readAhead) keep(rs []*kgo.Record) {
 			continue
 		}
 		n := recordBytes(r)
-		if n > parkFetchBytes {
+		if n > parkAheadBytes {
 			continue
 		}
-		if ra.bytes+n > parkFetchBytes {
+		if ra.bytes+n > parkAheadBytes {
 			clear(ra.recs)
 			ra.bytes = 0
 		}

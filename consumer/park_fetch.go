@@ -12,22 +12,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// parkFetchBytes bounds what one read of a parked copy asks the broker
-// for. A copy larger than it still comes back whole: a broker returns the
-// first batch of a fetch whatever its size.
-const parkFetchBytes = 1 << 20
+// parkFetchBytes is what one read of a parked copy asks the broker for:
+// the batch holding the copy (a broker returns the first batch of a fetch
+// whatever its size, KIP-74) and what follows it up to this size, for the
+// read-ahead (park_ahead.go). Small, so that a retry whose followers are
+// of no use fetches and decodes little.
+const parkFetchBytes = 64 << 10
 
-// errParkCopyGone: the parked copy asked for is no longer in its park
-// partition (removed by retention before it was retried).
-var errParkCopyGone = errors.New("parked copy no longer in the park topic")
+// errRecordGone: the record asked for is no longer in its partition
+// (deleted by retention, or by an operator's DeleteRecords).
+var errRecordGone = errors.New("record no longer in its partition")
 
-// readAt reads the entry at offset off of park partition (topic, part): a
-// parked copy, read back when its retry is due (the parked set keeps
-// offsets, not records). It asks the partition's leader directly with one
+// readAt reads the record at offset off of partition (topic, part): a
+// parked copy, read back from its park partition when its retry is due
+// (the parked set keeps offsets, not records), or its source record when
+// the copy is gone. It asks the partition's leader directly with one
 // fetch, and returns the records the fetch brought after it too (after, in
 // offset order): the next heads of a draining session are among them. An
-// error is for the caller to try again later, but errParkCopyGone, which
-// no retry mends.
+// error is for the caller to try again later, but errRecordGone (the
+// offset is below the partition's log start, or missing from it), which no
+// retry mends.
 func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int64) (r *kgo.Record, after []*kgo.Record, err error) {
 	tp := topicPart{topic, part}
 	l, cached := io.leaders.get(tp)
@@ -40,7 +44,7 @@ func (io *parkIO) readAt(ctx context.Context, topic string, part int32, off int6
 			io.leaders.put(tp, l)
 		}
 		r, after, err = io.fetchAt(ctx, l, topic, part, off)
-		if err == nil || errors.Is(err, errParkCopyGone) {
+		if err == nil || errors.Is(err, errRecordGone) {
 			return r, after, err
 		}
 		io.leaders.forget(tp) // moved, or the topic made again: looked up anew
@@ -73,9 +77,14 @@ func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part in
 	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
-			if t.Partitions[i].Partition == part {
-				return pickAt(&t.Partitions[i], topic, part, off)
+			if t.Partitions[i].Partition != part {
+				continue
 			}
+			r, after, err := pickAt(&t.Partitions[i], topic, part, off)
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				err = io.outOfRange(ctx, topic, part, off, err)
+			}
+			return r, after, err
 		}
 	}
 	return nil, nil, fmt.Errorf("fetch %s/%d at %d from broker %d: the answer has no such partition", topic, part, off, leader)
@@ -84,13 +93,9 @@ func (io *parkIO) fetchAt(ctx context.Context, l leaderOf, topic string, part in
 // pickAt decodes a fetched partition and returns its record at off and
 // those after it.
 func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off int64) (*kgo.Record, []*kgo.Record, error) {
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: part},
 		rp, kgo.DefaultDecompressor(), nil)
-	switch {
-	case errors.Is(fp.Err, kerr.OffsetOutOfRange) && off < fp.LogStartOffset:
-		return nil, nil, fmt.Errorf("%w: %s/%d offset %d is below the log start %d: make the park topic's retention longer than the longest park delay plus an outage",
-			errParkCopyGone, topic, part, off, fp.LogStartOffset)
-	case fp.Err != nil:
+	if fp.Err != nil {
 		return nil, nil, fmt.Errorf("fetch %s/%d at %d: %w", topic, part, off, fp.Err)
 	}
 	for i, r := range fp.Records {
@@ -98,10 +103,34 @@ func pickAt(rp *kmsg.FetchResponseTopicPartition, topic string, part int32, off 
 			return r, fp.Records[i+1:], nil
 		}
 		if r.Offset > off {
-			return nil, nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errParkCopyGone, topic, part, off, r.Offset)
+			return nil, nil, fmt.Errorf("%w: %s/%d has no record at offset %d (the next is %d)", errRecordGone, topic, part, off, r.Offset)
 		}
 	}
+	if next > off { // the batch holding off was read, with no record at it (a control record, or compacted away)
+		return nil, nil, fmt.Errorf("%w: %s/%d has no record at offset %d", errRecordGone, topic, part, off)
+	}
 	return nil, nil, fmt.Errorf("fetch %s/%d at %d: not returned (high watermark %d)", topic, part, off, fp.HighWatermark)
+}
+
+// outOfRange tells why a fetch of (topic, part) at off was out of range
+// (err): errRecordGone when off is below the partition's log start (the
+// record was deleted), else err. The log start is listed: Kafka's answer
+// to an out-of-range fetch carries none (log start -1).
+func (io *parkIO) outOfRange(ctx context.Context, topic string, part int32, off int64, err error) error {
+	starts, lerr := kadm.NewClient(io.client).ListStartOffsets(ctx, topic)
+	if lerr == nil {
+		lerr = starts.Error()
+	}
+	start, ok := starts.Lookup(topic, part)
+	switch {
+	case lerr != nil:
+		return fmt.Errorf("%w (and its log start: %w)", err, lerr)
+	case !ok || start.Err != nil:
+		return fmt.Errorf("%w (and its log start: not listed, %v)", err, start.Err)
+	case off < start.Offset:
+		return fmt.Errorf("%w: %s/%d offset %d is below the log start %d", errRecordGone, topic, part, off, start.Offset)
+	}
+	return err
 }
 
 // leaderOf is the broker leading a partition and its topic's ID (a fetch

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestParkedRecordReadBack: the parked set keeps offsets, not records; a
@@ -32,6 +37,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 1, "chats", "chats.park", "dlq")
+			gone := kafkaOutOfRange(t, e)
 			const stuck = "chat-stuck"
 			ts := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 			first := &kgo.Record{Topic: "chats", Key: []byte(stuck), Value: []byte(stuck + "|0"), Timestamp: ts,
@@ -69,7 +75,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 			<-parked
 			eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 			for _, topic := range tc.delete {
-				deleteThrough(t, e, topic)
+				gone(topic, deleteThrough(t, e, topic))
 			}
 			produceSeqs(t, e, "chats", "chat-other", 0, 1) // the partition flows meanwhile
 			makeDue(t, c, stuck)
@@ -145,8 +151,9 @@ func parkReadFailures(c *Consumer, s string) bool {
 	return false
 }
 
-// deleteThrough deletes every record of topic's partition 0 so far.
-func deleteThrough(t *testing.T, e *env, topic string) {
+// deleteThrough deletes every record of topic's partition 0 so far and
+// returns the new log start.
+func deleteThrough(t *testing.T, e *env, topic string) int64 {
 	t.Helper()
 	adm := kadm.NewClient(e.client())
 	ctx := context.Background()
@@ -156,12 +163,178 @@ func deleteThrough(t *testing.T, e *env, topic string) {
 	}
 	o := kadm.Offsets{}
 	ends.Each(func(l kadm.ListedOffset) { o.AddOffset(topic, l.Partition, l.Offset, -1) })
+	end, _ := ends.Lookup(topic, 0)
 	res, err := adm.DeleteRecords(ctx, o)
 	if err == nil {
 		err = res.Error()
 	}
 	if err != nil {
 		t.Fatalf("delete the records of %s: %v", topic, err)
+	}
+	return end.Offset
+}
+
+// kafkaOutOfRange makes e's broker answer a fetch below a partition's log
+// start as Apache Kafka does (ReplicaManager: an OFFSET_OUT_OF_RANGE
+// partition carries log start, high watermark and last stable offset -1),
+// not as kfake does (its true log start). gone(topic, start) says that
+// partition 0 of topic starts at start now.
+func kafkaOutOfRange(t *testing.T, e *env) (gone func(topic string, start int64)) {
+	t.Helper()
+	var mu sync.Mutex
+	starts := map[string]int64{} // by topic name and by topic ID
+	e.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
+			return nil, nil, false
+		}
+		rt, rp := req.Topics[0], req.Topics[0].Partitions[0]
+		start, ok := starts[rt.Topic]
+		if !ok {
+			start, ok = starts[string(rt.TopicID[:])]
+		}
+		if !ok || rp.Partition != 0 || rp.FetchOffset >= start {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SessionID = req.SessionID
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition, sp.ErrorCode = 0, kerr.OffsetOutOfRange.Code
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	adm := kadm.NewClient(e.client())
+	return func(topic string, start int64) {
+		tds, err := adm.ListTopics(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := tds[topic].ID
+		mu.Lock()
+		defer mu.Unlock()
+		starts[topic], starts[string(id[:])] = start, start
+	}
+}
+
+// fetchBytes counts the bytes of fetch responses a client reads.
+type fetchBytes struct{ n atomic.Int64 }
+
+func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Fetch) {
+		f.n.Add(int64(n))
+	}
+}
+
+// TestParkReadAtOneBatch: reading a parked copy back fetches the batch
+// that holds it and at most parkFetchBytes after it (for the read-ahead),
+// not a megabyte of the park partition decoded per retry. Every offset of
+// the partition is read back right, the first, a middle and the last of
+// batches of several records included.
+func TestParkReadAtOneBatch(t *testing.T) {
+	e := newEnv(t, 1, "chats.park")
+	var fb fetchBytes
+	io := &parkIO{cfg: &Config{}, client: e.client(kgo.WithHooks(&fb), kgo.RecordPartitioner(kgo.ManualPartitioner()))}
+	ctx := context.Background()
+	value := make([]byte, 10_000) // incompressible
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range value {
+		value[i] = byte(rng.Uint32())
+	}
+	const n = 200
+	for i := 0; i < n; i += 4 { // batches of four records
+		var rs []*kgo.Record
+		for j := range 4 {
+			rs = append(rs, &kgo.Record{Topic: "chats.park", Key: []byte(strconv.Itoa(i + j)), Value: value})
+		}
+		if err := io.client.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off := range int64(n) {
+		before := fb.n.Load()
+		r, _, err := io.readAt(ctx, "chats.park", 0, off)
+		if err != nil {
+			t.Fatalf("read back offset %d: %v", off, err)
+		}
+		if r.Offset != off || string(r.Key) != strconv.Itoa(int(off)) {
+			t.Fatalf("read back offset %d: got offset %d key %q", off, r.Offset, r.Key)
+		}
+		if got := fb.n.Load() - before; got > int64(parkFetchBytes+5*len(value)) {
+			t.Fatalf("reading offset %d back fetched %d bytes; its batch of 4 records has about %d, the read-ahead asks for %d more",
+				off, got, 4*len(value), parkFetchBytes)
+		}
+	}
+}
+
+// TestParkReadFencedMeanwhile: a retry whose read back of its parked head
+// is under way when the partition is fenced (here a shutdown; a revoke or
+// a loss the same) starts no handler call once the read returns: a fenced
+// partition starts nothing more (its next owner retries the head).
+func TestParkReadFencedMeanwhile(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	produceSeqs(t, e, "chats", stuck, 0, 1)
+	var calls atomic.Int32
+	parked := make(chan struct{})
+	rec := newRecorder(1, func(_ context.Context, m *Message) error {
+		if calls.Add(1) == 1 {
+			close(parked)
+			return Park(errors.New("its backend is down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-fenced", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	<-parked
+	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
+	tds, err := kadm.NewClient(e.client()).ListTopics(context.Background(), "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parkID := tds["chats.park"].ID
+	reading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || (req.Topics[0].Topic != "chats.park" && req.Topics[0].TopicID != parkID) {
+			e.c.KeepControl()
+			return nil, nil, false
+		}
+		once.Do(func() { close(reading) })
+		e.c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	makeDue(t, c, stuck)
+	<-reading // the retry reads its head back
+	parts := c.own.all()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	eventually(t, "the partition fenced", func() bool {
+		for _, p := range parts {
+			if !p.isFenced() {
+				return false
+			}
+		}
+		return true
+	})
+	close(release) // the read back succeeds, after the fence
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the parked head was handled after its partition was fenced (%d calls, want 1)", n)
 	}
 }
 
@@ -237,7 +410,7 @@ func TestParkDrainReadsAhead(t *testing.T) {
 }
 
 // TestReadAheadBounded: the read-ahead keeps parked copies only, each once,
-// at most parkFetchBytes of them.
+// at most parkAheadBytes of them.
 func TestReadAheadBounded(t *testing.T) {
 	copyAt := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size),
@@ -245,14 +418,14 @@ func TestReadAheadBounded(t *testing.T) {
 	}
 	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: HeaderParkKind, Value: []byte("done")}}}
 	var ra readAhead
-	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkFetchBytes+1)})
+	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkAheadBytes+1)})
 	if ra.take(3) != nil || ra.take(4) != nil {
 		t.Fatal("kept a marker or a copy larger than the bound")
 	}
 	if ra.take(1) == nil || ra.take(1) != nil {
 		t.Fatal("a kept copy is taken once")
 	}
-	ra.keep([]*kgo.Record{copyAt(5, parkFetchBytes-30)}) // with copy 2 kept, over the bound
+	ra.keep([]*kgo.Record{copyAt(5, parkAheadBytes-30)}) // with copy 2 kept, over the bound
 	if ra.take(2) != nil || ra.take(5) == nil || ra.bytes != 0 {
 		t.Fatalf("over the bound the older copies go: %d bytes left", ra.bytes)
 	}

@@ -28,14 +28,18 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return
 	}
 	src, err := c.readParked(p, h)
-	if err != nil && p.isFenced() {
+	if p.isFenced() { // meanwhile: start nothing more (the read may take a while)
 		p.parkAbandon(w.lane)
 		return
 	}
 	if err != nil {
+		msg := "park: cannot read the parked record back for its retry; it is tried again after the park delay"
+		if errors.Is(err, errRecordGone) {
+			msg = "park: parked record deleted from the park topic and from its source partition (retention): it cannot be retried and its session stays parked; keep both topics' retention longer than the longest park delay plus an outage"
+		}
 		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
-			Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
-			Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
+			Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+			Msg(msg)
 		p.parkRetryLater(w.lane, time.Now())
 		return
 	}
@@ -100,7 +104,7 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 		var after []*kgo.Record
 		var err error
 		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
-		if errors.Is(err, errParkCopyGone) {
+		if errors.Is(err, errRecordGone) {
 			return c.readSource(ctx, p, h, err)
 		}
 		if err != nil {
@@ -123,7 +127,7 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 func (c *Consumer) readSource(ctx context.Context, p *partition, h parkedRecord, gone error) (*kgo.Record, error) {
 	src, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
 	if err != nil {
-		return nil, fmt.Errorf("%w; nor from its source partition: %w", gone, err)
+		return nil, fmt.Errorf("parked copy gone from the park topic (%v), nor read from its source partition: %w", gone, err)
 	}
 	c.log().Warn().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
 		Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")

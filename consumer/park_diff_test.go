@@ -1,0 +1,223 @@
+package consumer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParkSetDifferential drives the parked set and its previous version
+// (park_old_test.go: a floor map beside the sessions, times as instants)
+// with the same random event sequences and compares every observable
+// after each event: whether each session is parked, its head, what it has
+// seen, what is due, the park position, the counts. The events are the
+// parked set's whole interface, in orders the consumer makes and in
+// others (a done or hold marker of a session not parked, a release of one
+// with only a floor, a floor forgotten while parked, replays under old
+// epochs, re-deliveries below a floor).
+func TestParkSetDifferential(t *testing.T) {
+	const seeds, steps = 2000, 300
+	for seed := range uint64(seeds) {
+		d := newParkDiff(seed)
+		for i := range steps {
+			d.step()
+			if msg := d.compare(); msg != "" {
+				t.Fatalf("seed %d step %d: %s\nevents:\n%s", seed, i, msg, strings.Join(d.log, "\n"))
+			}
+		}
+	}
+}
+
+type parkDiff struct {
+	rng      *rand.Rand
+	rules    parkRules
+	now      time.Time
+	ps       *parkSet
+	old      *oldParkSet
+	sessions []string
+	src      int64 // next source offset
+	park     int64 // next park offset
+	wm       int64 // committed source watermark
+	epochs   []int64
+	log      []string
+}
+
+func newParkDiff(seed uint64) *parkDiff {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	r := parkRules{delay: time.Duration(1+rng.IntN(5)) * time.Second, maxDelay: 20 * time.Second,
+		maxAttempts: 1 + rng.IntN(4), hold: rng.IntN(2) == 0}
+	d := &parkDiff{rng: rng, rules: r, ps: newParkSet(r), old: newOldParkSet(r), epochs: []int64{-1}}
+	d.now = d.ps.base.Add(time.Duration(rng.IntN(10)) * time.Second)
+	if rng.IntN(4) == 0 {
+		d.now = time.Unix(1e9, 0) // long before the set's base, as the model test's clock
+	}
+	if rng.IntN(2) == 0 { // a rebuild from a committed park position
+		pos, epoch := int64(rng.IntN(5)), int64(rng.IntN(7))-1
+		d.ps.begin(pos, epoch)
+		d.old.begin(pos, epoch)
+		d.park, d.epochs = pos, append(d.epochs, epoch)
+	}
+	for i := range 2 + rng.IntN(4) {
+		d.sessions = append(d.sessions, fmt.Sprintf("s%d", i))
+	}
+	return d
+}
+
+func (d *parkDiff) logf(format string, args ...any) {
+	d.log = append(d.log, fmt.Sprintf(format, args...))
+}
+
+// through is a source offset for a marker of s: mostly its head's, else
+// any offset seen so far.
+func (d *parkDiff) through(s string) int64 {
+	if h, ok := d.old.head(s); ok && d.rng.IntN(4) != 0 {
+		return h.srcOffset + int64(d.rng.IntN(2))
+	}
+	return int64(d.rng.IntN(int(d.src) + 1))
+}
+
+func (d *parkDiff) step() {
+	rng := d.rng
+	s := d.sessions[rng.IntN(len(d.sessions))]
+	if rng.IntN(3) == 0 {
+		d.now = d.now.Add(time.Duration(rng.IntN(4000)) * time.Millisecond)
+	}
+	switch k := rng.IntN(16); k {
+	case 0, 1, 2: // a record parked or forwarded (or delivered again below the floor)
+		src := d.src
+		if rng.IntN(5) == 0 && d.src > 0 {
+			src = int64(rng.IntN(int(d.src)))
+		} else {
+			d.src++
+		}
+		off := d.park
+		d.park++
+		a, b := d.ps.add(s, off, src, d.now), d.old.add(s, off, src, d.now)
+		d.logf("add(%s, park %d, src %d) = %v / old %v", s, off, src, a, b)
+		d.check(a == b, "add")
+	case 3: // a source record handled (no park entry), then maybe seen again
+		d.src++
+	case 4, 5:
+		th, off := d.through(s), d.park
+		d.park++
+		d.ps.done(s, th, off, d.now)
+		d.old.done(s, th, off, d.now)
+		d.logf("done(%s, through %d, park %d)", s, th, off)
+	case 6:
+		th, off := d.through(s), d.park
+		d.park++
+		d.ps.held(s, th, off)
+		d.old.held(s, th, off)
+		d.logf("held(%s, through %d, park %d)", s, th, off)
+	case 7:
+		a, b := d.ps.release(s, d.now), d.old.release(s, d.now)
+		d.logf("release(%s) = %v / old %v", s, a, b)
+		d.check(a == b, "release")
+	case 8, 9:
+		a, b := d.ps.due(d.now), d.old.due(d.now)
+		slices.Sort(a)
+		slices.Sort(b)
+		d.logf("due = %v / old %v", a, b)
+		d.check(slices.Equal(a, b), "due")
+	case 10:
+		a, b := d.ps.dueNow(s, d.now), d.old.dueNow(s, d.now)
+		d.logf("dueNow(%s) = %v / old %v", s, a, b)
+		d.check(a == b, "dueNow")
+	case 11:
+		a, b := d.ps.failed(s, d.now), d.old.failed(s, d.now)
+		d.logf("failed(%s) = %v / old %v", s, a, b)
+		d.check(a == b, "failed")
+	case 12:
+		d.ps.retryAbandoned(s)
+		d.old.retryAbandoned(s)
+		d.logf("retryAbandoned(%s)", s)
+	case 13: // a read back that failed: the old set had none; its equivalent
+		d.ps.retryLater(s, d.now)
+		d.old.retryAbandoned(s)
+		if ss := d.old.sessions[s]; ss != nil {
+			ss.notBefore = d.now.Add(d.rules.delay)
+		}
+		d.logf("retryLater(%s)", s)
+	case 14:
+		d.wm = max(d.wm, int64(rng.IntN(int(d.src)+2)))
+		d.ps.forgetBelow(d.wm)
+		d.old.forgetBelow(d.wm)
+		d.logf("forgetBelow(%d)", d.wm)
+	case 15: // a rebuild's entry, under the current epoch or an older one
+		off := d.park
+		d.park++
+		e := parkEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkFence}[rng.IntN(4)], session: s,
+			epoch: d.epochs[rng.IntN(len(d.epochs))]}
+		if e.kind == parkRecord {
+			e.src = d.src
+			d.src++
+		} else {
+			e.src = d.through(s)
+		}
+		if e.kind == parkFence {
+			d.epochs = append(d.epochs, off)
+		}
+		a, b := d.ps.replay(off, e, d.now), d.old.replay(off, e, d.now)
+		d.logf("replay(%d, %c %s src %d epoch %d) = %v / old %v", off, e.kind, s, e.src, e.epoch, a, b)
+		d.check(a == b, "replay")
+	}
+}
+
+func (d *parkDiff) check(ok bool, what string) {
+	if !ok {
+		d.logf("  ^ %s differs", what)
+	}
+}
+
+// compare returns what differs between the two sets, or "".
+func (d *parkDiff) compare() string {
+	for _, l := range d.log {
+		if strings.HasSuffix(l, "differs") {
+			return "a result differs"
+		}
+	}
+	ps, old := d.ps, d.old
+	if a, b := ps.position(), old.position(); a != b {
+		return fmt.Sprintf("position %d, old %d", a, b)
+	}
+	if ps.records != old.records || ps.end != old.end || ps.epoch != old.epoch {
+		return fmt.Sprintf("records/end/epoch %d/%d/%d, old %d/%d/%d", ps.records, ps.end, ps.epoch, old.records, old.end, old.epoch)
+	}
+	if a, b := ps.counts(d.now), old.counts(d.now); a != b {
+		return fmt.Sprintf("counts %+v, old %+v", a, b)
+	}
+	for _, s := range d.sessions {
+		if a, b := ps.isParked(s), old.isParked(s); a != b {
+			return fmt.Sprintf("isParked(%s) %v, old %v", s, a, b)
+		}
+		for off := range d.src + 2 {
+			if a, b := ps.seen(s, off), old.seen(s, off); a != b {
+				return fmt.Sprintf("seen(%s, %d) %v, old %v", s, off, a, b)
+			}
+		}
+		a, aok := ps.head(s)
+		b, bok := old.head(s)
+		if aok != bok || a.parkOffset != b.parkOffset || a.srcOffset != b.srcOffset || a.retries != b.retries ||
+			(aok && !ps.at(a.parkedAt).Equal(b.parkedAt)) {
+			return fmt.Sprintf("head(%s) %+v %v, old %+v %v", s, a, aok, b, bok)
+		}
+		ns, os := ps.sessions[s], old.sessions[s]
+		if os == nil {
+			if ns != nil && ns.parked() {
+				return fmt.Sprintf("%s parked, not in the old set", s)
+			}
+			continue
+		}
+		if ns.retrying != os.retrying || ns.held != os.held || !ps.at(ns.notBefore).Equal(os.notBefore) && !os.held {
+			return fmt.Sprintf("%s retrying/held/notBefore %v/%v/%v, old %v/%v/%v", s, ns.retrying, ns.held,
+				ps.at(ns.notBefore), os.retrying, os.held, os.notBefore)
+		}
+		if ns.held && ns.holdOffset != os.holdOffset {
+			return fmt.Sprintf("%s hold offset %d, old %d", s, ns.holdOffset, os.holdOffset)
+		}
+	}
+	return ""
+}
