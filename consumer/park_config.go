@@ -73,6 +73,12 @@ const (
 // ReasonParkExhausted: a parked record spent ParkPolicy.MaxAttempts.
 const ReasonParkExhausted Reason = "park-exhausted"
 
+// ReasonParkLost: a parked record was deleted from the park topic and from
+// its source partition (retention) before it could be retried. Its
+// dead-letter record has no key or value, only its provenance headers and
+// its session (lanes-park-session).
+const ReasonParkLost Reason = "park-lost"
+
 func (p ParkPolicy) withDefaults() (ParkPolicy, error) {
 	bad := func(field string, v any) (ParkPolicy, error) {
 		return p, fmt.Errorf("%w: Park.%s: must not be negative, got %v", ErrConfig, field, v)

@@ -22,9 +22,9 @@ import (
 // retry reads its head back. The handler must see at the retry exactly
 // what it saw at the first attempt (topic, partition, offset, key, value,
 // headers, timestamp, event ID), also when the copy was removed from the
-// park topic (read from the source partition then). With both gone the
-// session stays parked, its record neither handled nor dead-lettered, and
-// the reason is logged; the partition's other sessions flow.
+// park topic (read from the source partition then). With both gone its
+// loss is dead-lettered (reason park-lost, its provenance) and the session
+// goes on; the partition's other sessions flow meanwhile.
 func TestParkedRecordReadBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -80,13 +80,20 @@ func TestParkedRecordReadBack(t *testing.T) {
 			produceSeqs(t, e, "chats", "chat-other", 0, 1) // the partition flows meanwhile
 			makeDue(t, c, stuck)
 			if !tc.retry {
-				eventually(t, "a failed read back", func() bool { return parkReadFailures(c, stuck) })
+				dl := readDLQ(t, e, 1)[0]
 				rec.wait(t) // the other session
-				if n := parkedRecords(c); n != 1 {
-					t.Fatalf("%d records parked; the unreadable one must stay parked", n)
-				}
+				eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
 				if err := stop(); err != nil {
 					t.Fatal(err)
+				}
+				if headerOf(dl, HeaderDLQReason) != string(ReasonParkLost) || headerOf(dl, HeaderDLQTopic) != "chats" ||
+					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, HeaderParkSession) != stuck || len(dl.Value) != 0 {
+					t.Fatalf("dead-lettered %q with %v; want its loss (reason park-lost, chats offset 0, its session)", dl.Value, dl.Headers)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(seen) != 1 {
+					t.Fatalf("the stuck session's handler ran %d times; want once (its record lost before the retry)", len(seen))
 				}
 				return
 			}
@@ -428,5 +435,68 @@ func TestReadAheadBounded(t *testing.T) {
 	ra.keep([]*kgo.Record{copyAt(5, parkAheadBytes-30)}) // with copy 2 kept, over the bound
 	if ra.take(2) != nil || ra.take(5) == nil || ra.bytes != 0 {
 		t.Fatalf("over the bound the older copies go: %d bytes left", ra.bytes)
+	}
+}
+
+// TestParkReadFailureRetriedLater: a parked head that cannot be read back
+// for now (here every fetch of the park partition answered
+// NOT_LEADER_OR_FOLLOWER) is due again after the park delay, its retry
+// budget untouched and its handler not called; once reads work again it
+// is retried and its session unparks.
+func TestParkReadFailureRetriedLater(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	produceSeqs(t, e, "chats", stuck, 0, 1)
+	var calls atomic.Int32
+	rec := newRecorder(1, func(_ context.Context, m *Message) error {
+		if calls.Add(1) == 1 {
+			return Park(errors.New("its backend is down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-read-fails", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour, MaxAttempts: 1}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
+	tds, err := kadm.NewClient(e.client()).ListTopics(context.Background(), "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parkID := tds["chats.park"].ID
+	var failing atomic.Bool
+	var refused atomic.Int32
+	failing.Store(true)
+	e.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		if !failing.Load() || len(req.Topics) != 1 || (req.Topics[0].Topic != "chats.park" && req.Topics[0].TopicID != parkID) {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		return resp, nil, true
+	})
+	makeDue(t, c, stuck)
+	eventually(t, "a failed read back", func() bool { return parkReadFailures(c, stuck) })
+	if h, _ := c.own.all()[0].parkHead(stuck); h.retries != 0 || calls.Load() != 1 || refused.Load() == 0 {
+		t.Fatalf("after a failed read back: %d retries counted, %d handler calls, %d fetches refused; want 0, 1, some",
+			h.retries, calls.Load(), refused.Load())
+	}
+	failing.Store(false)
+	makeDue(t, c, stuck)
+	rec.wait(t)
+	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

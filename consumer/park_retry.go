@@ -32,14 +32,14 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 		return
 	}
+	if errors.Is(err, errRecordGone) {
+		c.parkLost(p, w.lane, h, err)
+		return
+	}
 	if err != nil {
-		msg := "park: cannot read the parked record back for its retry; it is tried again after the park delay"
-		if errors.Is(err, errRecordGone) {
-			msg = "park: parked record deleted from the park topic and from its source partition (retention): it cannot be retried and its session stays parked; keep both topics' retention longer than the longest park delay plus an outage"
-		}
 		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
 			Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
-			Msg(msg)
+			Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
 		p.parkRetryLater(w.lane, time.Now())
 		return
 	}
@@ -88,6 +88,23 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 			kind = parkHold
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
+	}
+}
+
+// parkLost handles parked head h of lane, deleted from the park topic and
+// from its source partition before its retry (gone says how): nothing can
+// retry it, so its loss is dead-lettered (ReasonParkLost: provenance, no
+// content) and its session goes on, instead of staying parked for good.
+func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone error) {
+	r := &kgo.Record{Topic: p.key.topic, Partition: p.key.partition, Offset: h.srcOffset,
+		Headers: []kgo.RecordHeader{{Key: HeaderParkSession, Value: []byte(lane)}}}
+	w := &work{rec: r, p: p, seq: parkSeq, session: lane, lane: lane}
+	w.msg.Attempt = h.retries
+	c.log().Error().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", lane).
+		Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+		Msg("park: parked record deleted from the park topic and from its source partition (retention) before its retry: its loss is dead-lettered (reason park-lost) and its session goes on; keep both topics' retention longer than the longest park delay plus an outage")
+	if c.parkDeadLetter(w, gone, ReasonParkLost) {
+		c.parkMark(p, parkDone, lane, h.srcOffset)
 	}
 }
 
