@@ -30,27 +30,6 @@ type parkSet struct {
 	epoch int64
 }
 
-// parkKind tells the entries of a park partition apart (the
-// lanes-park-kind header).
-type parkKind byte
-
-const (
-	parkRecord parkKind = 'r' // a parked copy of a source record
-	parkDone   parkKind = 'd' // a session's records through src are done
-	parkHold   parkKind = 'h' // a session is held, its records through src done
-	parkFence  parkKind = 'f' // a new owner took the partition
-)
-
-// parkEntry is one entry of a park partition as the rebuild reads it:
-// its kind, its session, its source offset (a copy's own, a marker's
-// through) and the epoch of the owner that wrote it.
-type parkEntry struct {
-	kind    parkKind
-	session string
-	src     int64
-	epoch   int64
-}
-
 // floorMark is a session's floor and the park offset of the entry (copy
 // or marker) that set it.
 type floorMark struct{ src, at int64 }
@@ -237,6 +216,20 @@ func (ps *parkSet) failed(s string, now time.Time) (deadLetter bool) {
 	return false
 }
 
+// attempted records an attempt marker of s, at park offset parkOff,
+// written at: the retry of its head at source offset src had failed
+// retries times by then. When that head is still s's head it takes the
+// count (a rebuild keeps the budget spent) and is due the backoff after.
+func (ps *parkSet) attempted(s string, src int64, retries int, parkOff int64, at time.Time) {
+	ps.end = max(ps.end, parkOff+1)
+	ss := ps.sessions[s]
+	if ss == nil || len(ss.recs) == 0 || ss.recs[0].srcOffset != src || ss.recs[0].retries >= retries {
+		return
+	}
+	ss.recs[0].retries = retries
+	ss.notBefore = ps.since(at.Add(ps.backoff(retries)))
+}
+
 // backoff is the delay before the retry after n failed ones: delay
 // doubling, at most maxDelay.
 func (ps *parkSet) backoff(n int) time.Duration {
@@ -301,43 +294,6 @@ func (ps *parkSet) release(s string, now time.Time) bool {
 	ss.held, ss.holdOffset, ss.notBefore = false, -1, ps.since(now)
 	ps.tidy(s, ss)
 	return true
-}
-
-// replay applies the park partition's entry e, at park offset off, read
-// by the rebuild in offset order from the committed park position. It
-// reports false for an entry written by an owner fenced before it (a
-// write that landed after the partition moved on): ignored.
-func (ps *parkSet) replay(off int64, e parkEntry, now time.Time) bool {
-	ps.end = max(ps.end, off+1)
-	if e.kind == parkFence {
-		ps.epoch = max(ps.epoch, off)
-		return true
-	}
-	if e.epoch < ps.epoch {
-		return false
-	}
-	ps.epoch = e.epoch
-	switch e.kind {
-	case parkRecord:
-		ps.add(e.session, off, e.src, now)
-	case parkDone:
-		ps.done(e.session, e.src, off, now)
-	case parkHold:
-		ps.held(e.session, e.src, off)
-	default:
-		return false
-	}
-	return true
-}
-
-// begin starts a rebuild at the committed park position pos, committed
-// with the committing owner's epoch: a fence marker below pos is not read
-// again, so its epoch applies from the start; one at or above it is read.
-func (ps *parkSet) begin(pos, epoch int64) {
-	ps.end = max(ps.end, pos)
-	if epoch < pos {
-		ps.epoch = max(ps.epoch, epoch)
-	}
 }
 
 // position is the park position to commit: the lowest park offset still

@@ -16,10 +16,11 @@ import (
 // Headers of park topic entries (docs/parking.md). A parked copy keeps the
 // record's own key, value and headers and adds these.
 const (
-	HeaderParkKind         = "lanes-park-kind"          // record, done, hold or fence
+	HeaderParkKind         = "lanes-park-kind"          // record, done, hold, attempt or fence
 	HeaderParkSession      = "lanes-park-session"       // the lane (session) it belongs to
 	HeaderParkEpoch        = "lanes-park-epoch"         // park offset of its writer's fence marker
-	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one
+	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
+	HeaderParkRetries      = "lanes-park-retries"       // attempt: failed retries of the head so far
 	HeaderParkTopic        = "lanes-park-topic"         // source topic
 	HeaderParkPartition    = "lanes-park-partition"     // source partition
 	HeaderParkOffset       = "lanes-park-offset"        // source offset
@@ -30,7 +31,8 @@ const (
 	HeaderParkSource       = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
 )
 
-var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence"}
+var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence",
+	parkAttempt: "attempt"}
 
 // parkIO writes and reads park partitions: a producer of its own that
 // writes each entry to the partition it names, and a short-lived direct
@@ -129,7 +131,8 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// marker is a done, hold or fence entry of park partition (topic, part).
+// marker is a done, hold, attempt or fence entry of park partition
+// (topic, part).
 func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
 	h := io.meta(kind, lane, epoch)
 	if kind != parkFence {
@@ -140,6 +143,14 @@ func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, 
 		key = []byte(lane)
 	}
 	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: key, Headers: h}
+}
+
+// attempt is the attempt marker of lane's head at source offset src,
+// after its retries-th failed retry.
+func (io *parkIO) attempt(source string, part int32, lane string, src, epoch int64, retries int) *kgo.Record {
+	r := io.marker(parkAttempt, source, part, lane, src, epoch)
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderParkRetries, Value: strconv.AppendInt(nil, int64(retries), 10)})
+	return r
 }
 
 func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHeader {
@@ -174,6 +185,8 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 			e.epoch, _ = strconv.ParseInt(v, 10, 64)
 		case HeaderParkThrough:
 			through, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkRetries:
+			e.retries, _ = strconv.Atoi(v)
 		case HeaderParkTopic:
 			topic = v
 		case HeaderParkPartition:
@@ -203,6 +216,12 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		if kind == "hold" {
 			e.kind = parkHold
 		}
+		return e, nil, nil
+	case "attempt":
+		if through < 0 || e.retries <= 0 {
+			return e, nil, fmt.Errorf("attempt marker without %s or %s", HeaderParkThrough, HeaderParkRetries)
+		}
+		e.kind, e.src = parkAttempt, through
 		return e, nil, nil
 	case "fence":
 		e.kind = parkFence

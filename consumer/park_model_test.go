@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -42,7 +43,8 @@ type pmMember struct {
 	lanes map[string][]pmItem
 	fails map[int64]int // failed in-lane attempts per source record
 	// parkFails counts failed retries per parked record: never more than
-	// the budget, the last of them dead-letters it.
+	// the budget, the last of them dead-letters it. A new owner starts
+	// from the counts the attempt markers carried.
 	parkFails map[int64]int
 }
 
@@ -62,11 +64,14 @@ type parkModel struct {
 	durable map[int64]bool
 	repeat  map[int64]bool // may be handled again (a crash before it was durable)
 	parkAt  map[int64]int64
-	stuck   map[string]bool
-	orphan  *pmEntry // a crashed member's copy still in flight: lands before the next write
-	now     time.Time
-	m       *pmMember
-	log     []string
+	// parkFails counts the failed retries per parked record that attempt
+	// markers were written for (not the one that spent the budget).
+	parkFails map[int64]int
+	stuck     map[string]bool
+	orphan    *pmEntry // a crashed member's copy still in flight: lands before the next write
+	now       time.Time
+	m         *pmMember
+	log       []string
 }
 
 const pmAfterAttempts = 3
@@ -74,7 +79,7 @@ const pmAfterAttempts = 3
 func newParkModel(t *testing.T, seed uint64) *parkModel {
 	rng := rand.New(rand.NewPCG(seed, 19))
 	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, events: map[int64]int{},
-		handled: map[string]int{}, durable: map[int64]bool{}, repeat: map[int64]bool{}, parkAt: map[int64]int64{},
+		handled: map[string]int{}, durable: map[int64]bool{}, repeat: map[int64]bool{}, parkAt: map[int64]int64{}, parkFails: map[int64]int{},
 		stuck: map[string]bool{}, now: time.Unix(1e9, 0)}
 	pm.commit.epoch = -1
 	sessions := 2 + rng.IntN(6)
@@ -97,7 +102,7 @@ func (pm *parkModel) rules() parkRules {
 // by reading the park log from the committed park position to its end.
 func (pm *parkModel) restart() {
 	m := &pmMember{ps: newParkSet(pm.rules()), done: map[int64]bool{}, pos: pm.commit.wm,
-		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: map[int64]int{}}
+		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: maps.Clone(pm.parkFails)}
 	m.ps.begin(pm.commit.pp, pm.commit.epoch)
 	pm.m = m
 	pm.write(pmEntry{kind: parkFence}) // never crashes: see write
@@ -277,11 +282,14 @@ func (pm *parkModel) retry(s string) {
 		return
 	}
 	m.parkFails[h.srcOffset]++
-	spent := m.parkFails[h.srcOffset] >= m.ps.rules.maxAttempts
+	n := m.parkFails[h.srcOffset]
+	spent := n >= m.ps.rules.maxAttempts
 	if dead := m.ps.failed(s, pm.now); dead != spent {
-		pm.fail("record %d: failed retry %d of %d: dead-letter %v", h.srcOffset, m.parkFails[h.srcOffset], m.ps.rules.maxAttempts, dead)
+		pm.fail("record %d: failed retry %d of %d: dead-letter %v", h.srcOffset, n, m.ps.rules.maxAttempts, dead)
 	}
 	if !spent {
+		pm.parkFails[h.srcOffset] = n // the marker lands, whether or not its writer sees it acknowledged
+		pm.write(pmEntry{kind: parkAttempt, session: s, src: h.srcOffset, retries: n})
 		return
 	}
 	pm.dlq = append(pm.dlq, h.srcOffset)

@@ -79,6 +79,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		}
 	case !p.parkFailed(w.lane, now):
 		c.stats.retries.Add(1)
+		c.parkAttempted(p, w.lane, h)
 	default:
 		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
 			return
@@ -89,6 +90,15 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		}
 		c.parkMark(p, kind, w.lane, h.srcOffset)
 	}
+}
+
+// parkAttempted writes the attempt marker of lane's head h after its
+// failed retry (h.retries+1 of them now): a rebuild after a hand-over or
+// a restart keeps the budget spent and the backoff, instead of starting
+// both again (with every parked head due at once). A write that fails
+// until the partition is fenced loses only that count.
+func (c *Consumer) parkAttempted(p *partition, lane string, h parkedRecord) {
+	c.parkWrite(p, c.park.attempt(p.key.topic, p.key.partition, lane, h.srcOffset, p.parkEpoch(), h.retries+1))
 }
 
 // parkLost handles parked head h of lane, deleted from the park topic and
