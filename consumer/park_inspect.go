@@ -26,6 +26,9 @@ type ParkedSession struct {
 	Offsets []int64
 	// Since is when its oldest parked record was written to the park topic.
 	Since time.Time
+	// Retries are the failed retries of its head so far (its attempt
+	// markers).
+	Retries int
 }
 
 // InspectParked lists the sessions parked for source topic (the park topic
@@ -94,7 +97,7 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 				p.Offsets = append(p.Offsets, pr.srcOffset)
 			}
 			if len(ss.recs) > 0 {
-				p.Since = set.at(ss.recs[0].parkedAt)
+				p.Since, p.Retries = set.at(ss.recs[0].parkedAt), ss.recs[0].retries
 			}
 			out = append(out, p)
 		}

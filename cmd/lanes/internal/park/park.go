@@ -80,8 +80,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(first) > 5 {
 			first = first[:5]
 		}
-		fmt.Fprintf(stdout, "%s/%d\tsession %q\t%s\t%d records\toffsets %v\tsince %s\n",
-			p.Topic, p.Partition, p.Session, state, len(p.Offsets), first, p.Since.UTC().Format(time.RFC3339))
+		fmt.Fprintf(stdout, "%s/%d\tsession %q\t%s\t%d records\toffsets %v\tsince %s\t%d retries failed\n",
+			p.Topic, p.Partition, p.Session, state, len(p.Offsets), first, p.Since.UTC().Format(time.RFC3339), p.Retries)
 		records += len(p.Offsets)
 	}
 	fmt.Fprintf(stdout, "%d sessions parked, %d records\n", len(parked), records)
