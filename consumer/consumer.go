@@ -40,6 +40,7 @@ type Consumer struct {
 	member  *membership  // whether the member is in its group (membership.go)
 	topics  *topicWatch  // which needed topics are missing (topics.go)
 	pollLog logLimiter   // repeated client-level poll errors
+	parkLog logLimiter   // parked records not read back, per partition
 
 	clientCtx    context.Context // the client's own context; cancelled to cut a leave short
 	cancelClient context.CancelFunc

@@ -37,9 +37,13 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return
 	}
 	if err != nil {
-		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
-			Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
-			Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
+		// During an outage every due head fails so: one line per partition
+		// per logRepeatEvery, with the count of the others.
+		if ok, n := c.parkLog.allow(fmt.Sprintf("%s/%d", p.key.topic, p.key.partition), time.Now()); ok {
+			c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
+				Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+				Int("suppressed", n).Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
+		}
 		p.parkRetryLater(w.lane, time.Now())
 		return
 	}
