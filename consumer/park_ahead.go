@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -34,7 +35,11 @@ func (ra *readAhead) take(off int64) *kgo.Record {
 }
 
 // keep adds the parked copies among rs (markers are not retried), making
-// room by forgetting what it held when they would not fit.
+// room by forgetting what it held when they would not fit. It keeps copies
+// of its own: a record decoded from a fetch points into the fetch's
+// memory (the whole response, for uncompressed batches, and its batch's
+// records), which one small record kept as it is would hold for as long
+// as it stays, out of the bound's sight.
 func (ra *readAhead) keep(rs []*kgo.Record) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
@@ -53,18 +58,44 @@ func (ra *readAhead) keep(rs []*kgo.Record) {
 		if ra.recs == nil {
 			ra.recs = map[int64]*kgo.Record{}
 		}
-		ra.recs[r.Offset] = r
+		ra.recs[r.Offset] = ownCopy(r)
 		ra.bytes += n
 	}
 }
 
-// recordBytes is what a kept record holds.
+// recordBytes is what a kept record holds: its contents, the record and
+// its headers.
 func recordBytes(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
+	n := int(unsafe.Sizeof(kgo.Record{})) + len(r.Key) + len(r.Value) + len(r.Headers)*int(unsafe.Sizeof(kgo.RecordHeader{}))
 	for _, h := range r.Headers {
 		n += len(h.Key) + len(h.Value)
 	}
 	return n
+}
+
+// ownCopy is r with its key, value and headers in memory of its own (one
+// allocation for their bytes): what the read-ahead needs of a parked copy
+// (parseEntry), without the fetch it came from.
+func ownCopy(r *kgo.Record) *kgo.Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	bytes := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	c := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Attrs: r.Attrs, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, LeaderEpoch: r.LeaderEpoch,
+		Key: bytes(r.Key), Value: bytes(r.Value), Headers: make([]kgo.RecordHeader, len(r.Headers))}
+	for i, h := range r.Headers {
+		c.Headers[i] = kgo.RecordHeader{Key: string(bytes([]byte(h.Key))), Value: bytes(h.Value)}
+	}
+	return c
 }
 
 // isParkCopy reports whether park partition record r is a parked copy.

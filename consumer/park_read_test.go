@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -432,7 +433,7 @@ func TestReadAheadBounded(t *testing.T) {
 	if ra.take(1) == nil || ra.take(1) != nil {
 		t.Fatal("a kept copy is taken once")
 	}
-	ra.keep([]*kgo.Record{copyAt(5, parkAheadBytes-30)}) // with copy 2 kept, over the bound
+	ra.keep([]*kgo.Record{copyAt(5, parkAheadBytes-300)}) // with copy 2 kept, over the bound
 	if ra.take(2) != nil || ra.take(5) == nil || ra.bytes != 0 {
 		t.Fatalf("over the bound the older copies go: %d bytes left", ra.bytes)
 	}
@@ -498,5 +499,29 @@ func TestParkReadFailureRetriedLater(t *testing.T) {
 	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadAheadKeepsItsOwnCopies: a record decoded from a fetch of
+// uncompressed batches points into the fetch's whole response (up to
+// parkFetchBytes and more): kept as it is, one small copy would hold that
+// response in memory, and the read-ahead's bound would bound nothing (a
+// partition whose heads keep failing held tens of megabytes while counting
+// under one). The read-ahead keeps copies of its own, and counts them.
+func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
+	fetched := make([]byte, parkFetchBytes) // one fetch's response
+	copy(fetched, "key-value-header")
+	rs := []*kgo.Record{{Offset: 7, Key: fetched[0:3:3], Value: fetched[4:9:9], Headers: []kgo.RecordHeader{
+		{Key: HeaderParkKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
+	var ra readAhead
+	ra.keep(rs)
+	clear(fetched) // the response reused or overwritten: the copy must not change
+	r := ra.take(7)
+	if r == nil || string(r.Key) != "key" || string(r.Value) != "value" || string(r.Headers[1].Value) != "header" {
+		t.Fatalf("kept %+v: it shares the fetch's memory", r)
+	}
+	ra.keep(rs)
+	if min := int(unsafe.Sizeof(kgo.Record{})); ra.bytes < min {
+		t.Fatalf("a kept record counts %d bytes; it holds at least %d", ra.bytes, min)
 	}
 }
