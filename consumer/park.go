@@ -142,6 +142,21 @@ func (ps *parkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
 	return true
 }
 
+// needs reports whether the copy at park offset off is a parked record of
+// session s still waiting for a retry.
+func (ps *parkSet) needs(s []byte, off int64) bool {
+	ss := ps.sessions[string(s)]
+	if ss == nil {
+		return false
+	}
+	for _, r := range ss.recs {
+		if r.parkOffset == off {
+			return true
+		}
+	}
+	return false
+}
+
 // due returns the sessions whose head may be retried at now and marks each
 // as retrying: a retry of its head is to be queued in its lane. Held
 // sessions and those with a retry under way are not due.

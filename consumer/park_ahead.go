@@ -100,10 +100,15 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 
 // isParkCopy reports whether park partition record r is a parked copy.
 func isParkCopy(r *kgo.Record) bool {
+	return string(headerValue(r, HeaderParkKind)) == parkKindNames[parkRecord]
+}
+
+// headerValue is the value of r's header k; nil without one.
+func headerValue(r *kgo.Record, k string) []byte {
 	for _, h := range r.Headers {
-		if h.Key == HeaderParkKind {
-			return string(h.Value) == parkKindNames[parkRecord]
+		if h.Key == k {
+			return h.Value
 		}
 	}
-	return false
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // parkSeq is the sequence number of a parked record's retry: it is no
@@ -21,6 +23,21 @@ type partPark struct {
 	retryAt     time.Time // when the park loop tries the rebuild again
 	retries     int       // rebuilds failed in a row
 	ahead       readAhead // parked copies read along with a head
+}
+
+// parkNeeded returns those of rs, records of p's park partition read
+// along with a head, that are parked records still waiting for a retry
+// (the read-ahead keeps no copy already done, nor a marker).
+func (p *partition) parkNeeded(rs []*kgo.Record) []*kgo.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*kgo.Record
+	for _, r := range rs {
+		if p.pk.set.needs(headerValue(r, HeaderParkSession), r.Offset) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // parkAhead is p's read-ahead of parked copies.

@@ -525,3 +525,27 @@ func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
 		t.Fatalf("a kept record counts %d bytes; it holds at least %d", ra.bytes, min)
 	}
 }
+
+// TestParkNeededFiltersReadAhead: of the records a head's fetch brought
+// along, the read-ahead keeps only copies still parked: not those of
+// sessions no longer parked, not markers, not copies already done.
+func TestParkNeededFiltersReadAhead(t *testing.T) {
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 3})
+	now := time.Now()
+	p.pk.set.add("a", 5, 50, now)
+	p.pk.set.add("a", 6, 51, now)
+	p.pk.set.add("b", 7, 52, now)
+	p.pk.set.done("b", 52, 9, now) // b's copy at 7 is done
+	at := func(off int64, session string) *kgo.Record {
+		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: HeaderParkSession, Value: []byte(session)}}}
+	}
+	got := p.parkNeeded([]*kgo.Record{at(6, "a"), at(7, "b"), at(8, "a"), at(9, "b"), at(10, "c")})
+	if len(got) != 1 || got[0].Offset != 6 {
+		var offs []int64
+		for _, r := range got {
+			offs = append(offs, r.Offset)
+		}
+		t.Fatalf("kept offsets %v; want [6] (a's second parked copy)", offs)
+	}
+}

@@ -114,6 +114,10 @@ func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone erro
 		Headers: []kgo.RecordHeader{{Key: HeaderParkSession, Value: []byte(lane)}}}
 	w := &work{rec: r, p: p, seq: parkSeq, session: lane, lane: lane}
 	w.msg.Attempt = h.retries
+	if !c.silenceWait(w) { // the partition may be another member's by now
+		p.parkAbandon(lane)
+		return
+	}
 	c.log().Error().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", lane).
 		Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
 		Msg("park: parked record deleted from the park topic and from its source partition (retention) before its retry: its loss is dead-lettered (reason park-lost) and its session goes on; keep both topics' retention longer than the longest park delay plus an outage")
@@ -141,7 +145,7 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 		if err != nil {
 			return nil, err
 		}
-		ahead.keep(after)
+		ahead.keep(p.parkNeeded(after))
 	}
 	e, src, err := parseEntry(r)
 	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset) {
