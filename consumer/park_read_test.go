@@ -549,3 +549,48 @@ func TestParkNeededFiltersReadAhead(t *testing.T) {
 		t.Fatalf("kept offsets %v; want [6] (a's second parked copy)", offs)
 	}
 }
+
+// TestParkReadWrongEntry: when the entry at a parked head's park offset is
+// not its copy (the park topic made again while the session was parked, or
+// a stale read-ahead), the head is read from its source partition: the
+// handler sees the record it saw first and the session unparks.
+func TestParkReadWrongEntry(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	produceSeqs(t, e, "chats", stuck, 0, 1)
+	var mu sync.Mutex
+	var seen []string
+	rec := newRecorder(1, func(_ context.Context, m *Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, describe(m))
+		if len(seen) == 1 {
+			return Park(errors.New("its backend is down"))
+		}
+		return nil
+	})
+	cfg := e.config("g-park-wrong", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
+	p := c.own.all()[0]
+	h, _ := p.parkHead(stuck)
+	wrong := c.park.copyOf(&kgo.Record{Topic: "chats", Offset: 999, Key: []byte(stuck), Value: []byte("another")}, stuck, 0, 1, time.Now(), time.Now(), "")
+	wrong.Offset = h.parkOffset
+	p.parkAhead().keep([]*kgo.Record{wrong})
+	makeDue(t, c, stuck)
+	rec.wait(t)
+	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != seen[1] {
+		t.Fatalf("the handler saw %q", seen)
+	}
+}

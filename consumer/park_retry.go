@@ -131,11 +131,11 @@ func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone erro
 // A copy removed by retention is read from the source partition instead
 // (the same record) while that one still has it.
 func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
+	defer cancel()
 	ahead := p.parkAhead()
 	r := ahead.take(h.parkOffset)
 	if r == nil {
-		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
-		defer cancel()
 		var after []*kgo.Record
 		var err error
 		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
@@ -149,7 +149,11 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 	}
 	e, src, err := parseEntry(r)
 	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset) {
-		err = fmt.Errorf("entry at %d is no parked copy of source offset %d", h.parkOffset, h.srcOffset)
+		// Another entry at its offset: the park topic was made again
+		// while parked. The source partition still has the record.
+		err = fmt.Errorf("%w: park topic %s/%d: the entry at %d is no parked copy of source offset %d",
+			errRecordGone, r.Topic, r.Partition, h.parkOffset, h.srcOffset)
+		return c.readSource(ctx, p, h, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
@@ -165,7 +169,7 @@ func (c *Consumer) readSource(ctx context.Context, p *partition, h parkedRecord,
 		return nil, fmt.Errorf("parked copy gone from the park topic (%v), nor read from its source partition: %w", gone, err)
 	}
 	c.log().Warn().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
-		Msg("park: parked copy gone from the park topic; retried from its source partition: make the park topic's retention longer")
+		Msg("park: parked copy not in the park topic; retried from its source partition: keep the park topic's retention longer than the longest park delay plus an outage, and do not make the topic again while sessions are parked")
 	return src, nil
 }
 
