@@ -73,13 +73,13 @@ func recordBytes(r *kgo.Record) int {
 	return n
 }
 
-// ownCopy is r with its key, value and headers in memory of its own (one
-// allocation for their bytes): what the read-ahead needs of a parked copy
+// ownCopy is r with its key, value and header values in memory of its own
+// (one allocation for their bytes): what the read-ahead needs of a parked copy
 // (parseEntry), without the fetch it came from.
 func ownCopy(r *kgo.Record) *kgo.Record {
 	n := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
+		n += len(h.Value)
 	}
 	buf := make([]byte, 0, n)
 	bytes := func(b []byte) []byte {
@@ -93,7 +93,7 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 		Attrs: r.Attrs, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch, LeaderEpoch: r.LeaderEpoch,
 		Key: bytes(r.Key), Value: bytes(r.Value), Headers: make([]kgo.RecordHeader, len(r.Headers))}
 	for i, h := range r.Headers {
-		c.Headers[i] = kgo.RecordHeader{Key: string(bytes([]byte(h.Key))), Value: bytes(h.Value)}
+		c.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: bytes(h.Value)} // a key is a string of its own (kbin copies it)
 	}
 	return c
 }
