@@ -66,13 +66,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 				}
 				return nil
 			})
-			cfg := e.config("g-park-read", "chats")
-			cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour} // due only when the test says
-			c, err := New(cfg, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := start(t, c)
+			c, stop := startDueByHand(t, e, "g-park-read", rec, nil)
 			<-parked
 			eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 			for _, topic := range tc.delete {
@@ -298,13 +292,7 @@ func TestParkReadFencedMeanwhile(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g-park-fenced", "chats")
-	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startDueByHand(t, e, "g-park-fenced", rec, nil)
 	<-parked
 	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 	tds, err := kadm.NewClient(e.client()).ListTopics(context.Background(), "chats.park")
@@ -397,13 +385,7 @@ func TestParkDrainReadsAhead(t *testing.T) {
 		once.Do(func() { err = Park(errors.New("its backend is down")) })
 		return err
 	})
-	cfg := e.config("g-park-ahead", "chats")
-	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startDueByHand(t, e, "g-park-ahead", rec, nil)
 	produceSeqs(t, e, "chats", stuck, 0, n)
 	eventually(t, "every record parked", func() bool { return parkedRecords(c) == n })
 	makeDue(t, c, stuck)
@@ -455,13 +437,7 @@ func TestParkReadFailureRetriedLater(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g-park-read-fails", "chats")
-	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour, MaxAttempts: 1}
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startDueByHand(t, e, "g-park-read-fails", rec, func(pp *ParkPolicy) { pp.MaxAttempts = 1 })
 	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 	tds, err := kadm.NewClient(e.client()).ListTopics(context.Background(), "chats.park")
 	if err != nil {
@@ -569,13 +545,7 @@ func TestParkReadWrongEntry(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g-park-wrong", "chats")
-	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startDueByHand(t, e, "g-park-wrong", rec, nil)
 	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 	p := c.own.all()[0]
 	h, _ := p.parkHead(stuck)
@@ -593,4 +563,21 @@ func TestParkReadWrongEntry(t *testing.T) {
 	if len(seen) != 2 || seen[0] != seen[1] {
 		t.Fatalf("the handler saw %q", seen)
 	}
+}
+
+// startDueByHand starts a consumer of "chats" in group with parking on,
+// its parked heads due only when the test says (makeDue): their delay is
+// an hour. edit, when set, changes the policy further.
+func startDueByHand(t *testing.T, e *env, group string, h Handler, edit func(*ParkPolicy)) (*Consumer, func() error) {
+	t.Helper()
+	cfg := e.config(group, "chats")
+	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
+	if edit != nil {
+		edit(&cfg.Park)
+	}
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, start(t, c)
 }

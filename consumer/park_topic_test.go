@@ -188,13 +188,7 @@ func TestInspectParked(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g-park-inspect", "chats")
-	cfg.Park = ParkPolicy{Enabled: true, Delay: time.Hour, MaxDelay: time.Hour}
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startDueByHand(t, e, "g-park-inspect", rec, nil)
 	eventually(t, "session parked with its three records", func() bool {
 		st := c.Stats()
 		return len(st.Partitions) == 1 && st.Partitions[0].Park.Records == 3
