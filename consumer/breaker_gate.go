@@ -63,10 +63,16 @@ func (c *Consumer) probeHung(id probeID, now time.Time) {
 // in ok when w's partition was fenced or w got done meanwhile (no attempt
 // is to be made).
 func (c *Consumer) breakerWait(w *work) (probe probeID, waited, ok bool) {
-	b := c.brk
-	if !b.openNow() {
+	if !c.brk.openNow() {
 		return 0, false, true
 	}
+	return c.breakerHold(w)
+}
+
+// breakerHold is breakerWait's loop while the breaker is open, in its own
+// function so that the common path (breaker closed) runs no deferred call.
+func (c *Consumer) breakerHold(w *work) (probe probeID, waited, ok bool) {
+	b := c.brk
 	for {
 		now := time.Now()
 		a := b.allow(now)

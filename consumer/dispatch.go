@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -46,7 +45,7 @@ func (c *Consumer) drainStash(p *partition) {
 func (c *Consumer) handOut(p *partition, recs []*kgo.Record, hwm int64) {
 	var fresh []*lane
 	for _, w := range c.admit(p, recs, hwm) {
-		if l := c.shards[hashring.Jump(hashring.Sum64(w.lane), len(c.shards))].add(w); l != nil {
+		if l := c.shardOf(w.lane).add(w); l != nil {
 			fresh = append(fresh, l)
 		}
 	}

@@ -1,11 +1,13 @@
 package consumer
 
 import (
+	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -30,7 +32,7 @@ type work struct {
 }
 
 // shard is one stripe of the session → lane map. A record's shard is
-// Jump(Sum64(lane), Shards), so one session always lands on one shard and
+// Consumer.shardOf its lane, so one session always lands on one shard and
 // sessions spread evenly over shards regardless of their partition.
 type shard struct {
 	lanesOf *laneSet // what every shard shares
@@ -75,14 +77,28 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 		l.span.Store(nil)
 	}
 	l.cur.Store(w)
-	l.attempt.Store(int32(attempt))
-	l.reported.Store(false)
+	// Stores only what changed: an atomic store is a full barrier on most
+	// machines, paid per record, and most records are first attempts of a
+	// lane whose last attempt was not reported.
+	if a := int32(attempt); l.attempt.Load() != a {
+		l.attempt.Store(a)
+	}
+	if l.reported.Load() {
+		l.reported.Store(false)
+	}
 	l.since.Store(now.UnixNano())
 }
 
 func (l *lane) end() {
 	l.since.Store(0)
 	l.actx.Store(nil)
+}
+
+// shardOf is the shard of a lane key: its 64-bit hash scaled onto the
+// shards (a multiply and a shift, where Jump would loop).
+func (c *Consumer) shardOf(lane string) *shard {
+	hi, _ := bits.Mul64(hashring.Sum64(lane), uint64(len(c.shards)))
+	return c.shards[hi]
 }
 
 // enqueue appends w to its session's lane, starting the lane when the

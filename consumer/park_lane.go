@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -243,7 +242,7 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 // queueParkRetry queues a retry of lane's parked head in its lane (the
 // session's: retries and the session's source records are serialised).
 func (c *Consumer) queueParkRetry(p *partition, lane string) {
-	c.shards[hashring.Jump(hashring.Sum64(lane), len(c.shards))].enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
+	c.shardOf(lane).enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
 }
 
 // retryRebuild tries again the rebuild of a partition held since its
