@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"strconv"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -95,7 +94,7 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 		w.session = c.sessionOf(w.rec)
 		w.lane = w.session
 		if w.lane == "" {
-			w.lane = "\x00" + w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10)
+			w.lane = p.keyless // computed once: no allocation per keyless record
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,10 +36,11 @@ type partition struct {
 	// reach their lanes in offset order. Taken before mu.
 	admitMu sync.Mutex
 
-	key    partKey
-	epoch  uint64
-	max    int              // MaxBufferedRecords: pause at max held, resume at max/2
-	notify func(*partition) // told, outside mu, when the wanted fetch state flips
+	key     partKey
+	keyless string // the lane of its records with no session (nilLane)
+	epoch   uint64
+	max     int              // MaxBufferedRecords: pause at max held, resume at max/2
+	notify  func(*partition) // told, outside mu, when the wanted fetch state flips
 
 	// attempts is the parent of every handler attempt and dead-letter
 	// write of this assignment (a child of the consumer's work context);
@@ -90,11 +92,18 @@ type dlqFail struct {
 func newPartition(work context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
 	attempts, cancel := context.WithCancel(work)
 	return &partition{
-		key: k, epoch: epoch, max: max, notify: notify, tr: newTracker(),
+		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: newTracker(),
 		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
 		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
 	}
+}
+
+// nilLane is the lane of a partition's records with no session: one lane
+// per partition, so they keep their partition's order. Its leading NUL
+// keeps it apart from every session key a producer would send.
+func nilLane(k partKey) string {
+	return "\x00" + k.topic + "/" + strconv.FormatInt(int64(k.partition), 10)
 }
 
 // unlock releases p.mu and tells the flow controller when flipped.
@@ -404,6 +413,9 @@ func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Tim
 // done, by whatever path: a failure is reported only while its record
 // holds the partition. Called wherever records become done. p.mu held.
 func (p *partition) forgetDLQLocked() {
+	if len(p.dlqFails) == 0 {
+		return // the common case, checked first: ranging over an empty map is not free
+	}
 	for seq := range p.dlqFails {
 		if p.tr.isDone(seq) {
 			delete(p.dlqFails, seq)
