@@ -152,7 +152,7 @@ func exhaustedReason(err error) Reason {
 // span, turning a panic into an error. The watchdog reports an attempt that
 // outlives its timeout. The caller ends the returned span.
 func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err error) {
-	now := time.Now()
+	now := c.clock.now()
 	var actx *attemptCtx
 	if m.Attempt == 1 {
 		actx = &w.first

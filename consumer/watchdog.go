@@ -21,6 +21,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 		case <-bg.Done():
 			return
 		case now := <-t.C:
+			c.clock.rebase(time.Now()) // the tick's time is when it was due; a busy machine reads it late
 			c.scanSlow(now)
 			c.checkStalls(bg, now)
 			c.breakerIdle(now)
