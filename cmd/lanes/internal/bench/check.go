@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,14 @@ import (
 // latency, with a few atomic operations and no lock: the lanestest Ledger
 // keeps every call under one mutex with maps keyed by event ID, which at
 // millions of messages a second would measure the ledger, not the consumer.
+//
+// What a call writes is its session's own: the session's counters share no
+// cache line with another session's, and its messages' slots are side by
+// side (session-major). A counter or slot array that every call wrote would
+// make the cores of a parallel consumer fight over its cache lines on every
+// message, a cost raw polling (one goroutine) would not pay: the tally would
+// measure itself again. The steady window and the run's end are read from
+// the messages' completion times once the run is over.
 type tally struct {
 	w     workload
 	total int64
@@ -21,46 +30,64 @@ type tally struct {
 	// each record carries its intended send time.
 	base atomic.Int64 // Unix ns
 
-	next []atomic.Uint32 // per session: the seq expected next
-	busy []atomic.Bool   // per session: a handler call is running
-	lat  []int64         // per message index: ns from intended send to handled
+	sess []sessionTally
+	off  []int   // per session: its first message slot
+	lat  []int64 // per message slot: ns from intended send (or base) to handled
+	at   []int64 // per message slot: when it was handled, Unix ns
 
-	done, violations, overlaps, attempts atomic.Int64
-	primed                               atomic.Int64
-	q10, q90                             int64
-	t10, t90                             atomic.Int64 // ns since base when done reached q10, q90
-	first, last                          atomic.Int64 // Unix ns: the first attempt's start, the last message handled
-	finished                             chan struct{}
-	finishOnce                           sync.Once
+	left                 atomic.Int64 // sessions not yet complete
+	violations, overlaps atomic.Int64
+	primed               atomic.Int64
+	first                atomic.Int64 // Unix ns: the first attempt's start
+	finished             chan struct{}
+	finishOnce           sync.Once
+}
+
+// sessionTally is one session's counters, alone on their cache line.
+type sessionTally struct {
+	next atomic.Uint32 // the seq expected next
+	busy atomic.Bool   // a handler call is running
+	want int64         // its messages in the plan
+	done atomic.Int64  // its messages handled
+	last atomic.Int64  // Unix ns: its last message handled
+	_    [32]byte
 }
 
 var errInjected = errors.New("injected transient failure")
 
-func newTally(w workload, base time.Time) *tally {
-	t := &tally{w: w, total: int64(w.Messages),
-		next: make([]atomic.Uint32, w.Sessions), busy: make([]atomic.Bool, w.Sessions),
-		lat: make([]int64, w.Messages), q10: max(1, int64(w.Messages)/10), q90: max(1, int64(w.Messages)*9/10),
-		finished: make(chan struct{})}
+func newTally(w workload, p plan, base time.Time) *tally {
+	t := &tally{w: w, total: int64(w.Messages), sess: make([]sessionTally, w.Sessions), off: make([]int, w.Sessions),
+		lat: make([]int64, w.Messages), at: make([]int64, w.Messages), finished: make(chan struct{})}
+	n, live := 0, int64(0)
+	for s, k := range p.perSess {
+		t.off[s], t.sess[s].want = n, int64(k)
+		n += k
+		if k > 0 {
+			live++
+		}
+	}
+	t.left.Store(live)
 	t.base.Store(base.UnixNano())
 	return t
 }
 
 // handle is one handler attempt for a record value.
 func (t *tally) handle(v []byte, attempt int) error {
-	sess, seq, idx, intended, ok := decodeValue(v)
-	if !ok || int(sess) >= len(t.next) && sess != primeSession || int(idx) >= len(t.lat) {
-		t.violations.Add(1) // not a record of this run
-		return nil
-	}
-	if sess == primeSession {
+	sess, seq, _, intended, ok := decodeValue(v)
+	if sess == primeSession && ok {
 		t.primed.Add(1)
 		return nil
 	}
-	if t.attempts.Add(1) == 1 {
-		t.first.Store(time.Now().UnixNano())
+	if !ok || int(sess) >= len(t.sess) || int64(seq) >= t.sess[sess].want {
+		t.violations.Add(1) // not a record of this run
+		return nil
 	}
-	if t.busy[sess].CompareAndSwap(false, true) {
-		defer t.busy[sess].Store(false)
+	if t.first.Load() == 0 {
+		t.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	st := &t.sess[sess]
+	if st.busy.CompareAndSwap(false, true) {
+		defer st.busy.Store(false)
 	} else {
 		t.overlaps.Add(1)
 	}
@@ -71,28 +98,54 @@ func (t *tally) handle(v []byte, attempt int) error {
 		return errInjected
 	}
 	now := time.Now().UnixNano()
-	if t.next[sess].Load() != seq {
+	if st.next.Load() != seq {
 		t.violations.Add(1) // a gap, a repeat, or an overtaking
 	}
-	t.next[sess].Store(seq + 1)
-	base := t.base.Load()
-	from := base
+	st.next.Store(seq + 1)
+	from := t.base.Load()
 	if intended != 0 {
 		from = intended
 	}
-	t.lat[idx] = max(1, now-from) // 0 marks a message not handled
-	t.last.Store(now)
-	n := t.done.Add(1)
-	if n == t.q10 {
-		t.t10.Store(now - base)
-	}
-	if n == t.q90 {
-		t.t90.Store(now - base)
-	}
-	if t.done.Load() >= t.total {
+	slot := t.off[sess] + int(seq)
+	t.lat[slot] = max(1, now-from) // 0 marks a message not handled
+	t.at[slot] = now
+	st.last.Store(now)
+	if st.done.Add(1) == st.want && t.left.Add(-1) == 0 {
 		t.finishOnce.Do(func() { close(t.finished) })
 	}
 	return nil
+}
+
+// handled is how many messages were handled so far (repeats included).
+func (t *tally) handled() int64 {
+	var n int64
+	for i := range t.sess {
+		n += t.sess[i].done.Load()
+	}
+	return n
+}
+
+// lastHandled is when the last message was handled, Unix ns.
+func (t *tally) lastHandled() int64 {
+	var last int64
+	for i := range t.sess {
+		last = max(last, t.sess[i].last.Load())
+	}
+	return last
+}
+
+// completions are the times the handled messages were handled, ns since
+// base, in order.
+func (t *tally) completions() []time.Duration {
+	base := t.base.Load()
+	out := make([]time.Duration, 0, len(t.at))
+	for _, at := range t.at {
+		if at != 0 {
+			out = append(out, time.Duration(at-base))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // handleRetrying is how the baselines handle a record: attempts in place,

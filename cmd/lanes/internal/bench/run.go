@@ -124,7 +124,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 	metrics.Read(samples)
 	allocs0 := samples[0].Value.Uint64()
 
-	t := newTally(w, time.Now()) // open mode: the base moves to the first paced send
+	t := newTally(w, p, time.Now()) // open mode: the base moves to the first paced send
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
@@ -186,7 +186,7 @@ loop:
 			peakHeap, peakG = max(peakHeap, samples[1].Value.Uint64()), max(peakG, runtime.NumGoroutine())
 			if now.Sub(lastPrint) >= progressEvery(tty) {
 				lastPrint = now
-				cli.ProgressLine(b.stderr, tty, fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.done.Load(), w.Messages))
+				cli.ProgressLine(b.stderr, tty, fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.handled(), w.Messages))
 			}
 		}
 	}
@@ -216,7 +216,7 @@ func finite(x float64) float64 {
 
 // result measures a finished (or capped) run.
 func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peakG int) Result {
-	n := t.done.Load()
+	n := t.handled()
 	elapsed := end.Sub(time.Unix(0, t.base.Load()))
 	r := Result{Workload: t.w.Name, Consumer: name, Messages: t.w.Messages, Handled: n, Finished: n >= t.total,
 		Violations: t.violations.Load(), Overlaps: t.overlaps.Load(), PeakHeap: peakHeap, PeakGoroutines: peakG,
@@ -226,18 +226,10 @@ func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peak
 	}
 	r.AllocsPerMsg = float64(allocs) / float64(n)
 	r.Wall = float64(n) / elapsed.Seconds()
-	if span := time.Duration(t.last.Load() - t.first.Load()); span > 0 {
+	if span := time.Duration(t.lastHandled() - t.first.Load()); span > 0 {
 		r.Active = float64(n) / span.Seconds()
 	}
-	t10, t90 := time.Duration(t.t10.Load()), time.Duration(t.t90.Load())
-	switch {
-	case r.Finished && t90 > t10:
-		r.Steady = float64(t.q90-t.q10) / (t90 - t10).Seconds()
-	case n > t.q10 && elapsed > t10:
-		r.Steady = float64(n-t.q10) / (elapsed - t10).Seconds()
-	default:
-		r.Steady = r.Wall
-	}
+	r.Steady = steadyRate(t.completions(), t.total, elapsed, r.Wall)
 	lat := make([]time.Duration, 0, n)
 	for _, l := range t.lat {
 		if l != 0 {
@@ -256,6 +248,21 @@ func (t *tally) result(name string, end time.Time, allocs, peakHeap uint64, peak
 	}
 	r.cdf = append(r.cdf, r.Max)
 	return r
+}
+
+// steadyRate is the rate between 10 % and 90 % of the messages handled (of
+// total), from their completion times in order; for a run cut short, from
+// 10 % to its end (elapsed); wall when it got no further.
+func steadyRate(done []time.Duration, total int64, elapsed time.Duration, wall float64) float64 {
+	q10, q90 := max(1, total/10), max(1, total*9/10)
+	n := int64(len(done))
+	switch {
+	case n >= q90 && q90 > q10 && done[q90-1] > done[q10-1]:
+		return float64(q90-q10) / (done[q90-1] - done[q10-1]).Seconds()
+	case n > q10 && elapsed > done[q10-1]:
+		return float64(n-q10) / (elapsed - done[q10-1]).Seconds()
+	}
+	return wall
 }
 
 func progressEvery(tty bool) time.Duration {
