@@ -71,8 +71,8 @@ type target struct {
 	Measure  string    `json:"measure"`
 	Target   string    `json:"target"`
 	Measured string    `json:"measured"`
-	Value    float64   `json:"value"`
-	Rounds   []float64 `json:"rounds,omitempty"`
+	Value    float64   `json:"value"`            // in the unit Measured shows (a ratio, or ms)
+	Rounds   []float64 `json:"rounds,omitempty"` // each round's value, with more than one
 	verb     string    // how Value prints, e.g. "%.2f"
 }
 
