@@ -31,7 +31,7 @@ type benchConfig struct {
 	args       []string   // as given, for the record
 	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
 	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
-	rounds     int        // --rounds: of the --stuck comparison
+	rounds     int        // --rounds: of the suite or the --stuck comparison
 	scale      *scaleSpec // --scale: the scaling run instead of the workloads
 }
 
@@ -63,7 +63,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
 	scale := fs.String("scale", "", "member counts such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
 	stuck := fs.String("stuck", "", "PCT:DURATION (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
-	fs.IntVar(&c.rounds, "rounds", 1, "with --stuck: run the comparison this many times, its runs interleaved, and report the medians (its timing figures are noisy on a shared machine)")
+	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -93,8 +93,8 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("--timeout %v: want a positive duration", c.timeout)
 	case c.rounds < 1:
 		return c, fmt.Errorf("--rounds %d: need at least 1", c.rounds)
-	case c.rounds > 1 && *stuck == "":
-		return c, fmt.Errorf("--rounds %d: only used with --stuck", c.rounds)
+	case c.rounds > 1 && *scale != "":
+		return c, fmt.Errorf("--rounds %d: not used with --scale (a scaling run is one pass; drop --rounds)", c.rounds)
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
@@ -245,6 +245,39 @@ func (c benchConfig) consumersFor(w workload) []string {
 	return out
 }
 
+// runRounds runs the suite --rounds times, round after round (every
+// workload through every consumer, then again), so that a drift of the
+// machine's speed hits every consumer alike; one slice of results per
+// round.
+func (b *bench) runRounds(ctx context.Context) ([][]Result, error) {
+	cfg := b.cfg
+	per := 0
+	for _, w := range cfg.workloads {
+		per += len(cfg.consumersFor(w))
+	}
+	var rounds [][]Result
+	done := 0
+	for round := range cfg.rounds {
+		var results []Result
+		for i, w := range cfg.workloads {
+			where := fmt.Sprintf("workload %d/%d", i+1, len(cfg.workloads))
+			if cfg.rounds > 1 {
+				where = fmt.Sprintf("round %d/%d, %s", round+1, cfg.rounds, where)
+			}
+			fmt.Fprintf(b.stderr, "%s: %s (%d messages)\n", where, w.Name, w.Messages)
+			// every round's topics are its own: one deleted in a round is
+			// not created again in the next
+			rs, err := b.runWorkload(ctx, w, round*len(cfg.workloads)+i, cfg.rounds*per, done)
+			results, done = append(results, rs...), done+len(rs)
+			if err != nil {
+				return nil, err
+			}
+		}
+		rounds = append(rounds, results)
+	}
+	return rounds, nil
+}
+
 // Run runs "lanes bench": every workload through every consumer, in one process, on
 // one broker, and reports them side by side.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -280,20 +313,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	sleeps := measureSleeps(cfg.workloads)
-	var results []Result
-	runs := 0
-	for _, w := range cfg.workloads {
-		runs += len(cfg.consumersFor(w))
+	rounds, err := b.runRounds(ctx)
+	if err != nil {
+		return err
 	}
-	for i, w := range cfg.workloads {
-		fmt.Fprintf(stderr, "workload %d/%d: %s (%d messages)\n", i+1, len(cfg.workloads), w.Name, w.Messages)
-		rs, err := b.runWorkload(ctx, w, i, runs, len(results))
-		results = append(results, rs...)
-		if err != nil {
-			return err
-		}
-	}
-	rep := newBenchReport(cfg, b.where, results, time.Since(start))
+	rep := newBenchReport(cfg, b.where, rounds, time.Since(start))
 	rep.Sleeps = sleeps
 	if cfg.json {
 		err = rep.writeJSON(stdout)

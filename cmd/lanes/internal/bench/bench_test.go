@@ -116,6 +116,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--mode", "open", "--duration", "0s"}, "--duration 0s"},
 		{[]string{"--messages", "-5"}, "--messages -5"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"--rounds", "0"}, "--rounds 0: need at least 1"},
+		{[]string{"--rounds", "2", "--scale", "1,2"}, "--rounds 2: not used with --scale"},
 	} {
 		_, err := parseBench(tc.args, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -125,6 +127,12 @@ func TestBenchBadFlags(t *testing.T) {
 	c, err := parseBench(nil, &bytes.Buffer{})
 	if err != nil || len(c.workloads) < 5 {
 		t.Fatalf("default suite: %v, %d workloads", err, len(c.workloads))
+	}
+	if c, err = parseBench([]string{"--rounds", "3"}, &bytes.Buffer{}); err != nil || c.rounds != 3 || len(c.workloads) < 5 {
+		t.Fatalf("--rounds 3 on the suite: %v, %d rounds, %d workloads", err, c.rounds, len(c.workloads))
+	}
+	if c, err = parseBench([]string{"--scale", "1,2", "--rounds", "1"}, &bytes.Buffer{}); err != nil || c.scale == nil {
+		t.Fatalf("--scale with --rounds 1: %v", err)
 	}
 	c, err = parseBench([]string{"--skew", "zipf:1.1", "--work", "0,1ms,100us"}, &bytes.Buffer{})
 	if err != nil || len(c.workloads) != 3 || c.workloads[2].Work != 100*time.Microsecond || c.workloads[0].Zipf != 1.1 {
@@ -212,7 +220,6 @@ func TestParseStuck(t *testing.T) {
 		{[]string{"--stuck", "1%:1s", "--work", "0,1ms"}, "want one duration"},
 		{[]string{"--stuck", "1%:1s", "--rounds", "3"}, ""},
 		{[]string{"--stuck", "1%:1s", "--rounds", "0"}, "--rounds 0: need at least 1"},
-		{[]string{"--rounds", "3"}, "only used with --stuck"},
 	} {
 		c, err := parseBench(tc.args, io.Discard)
 		switch {

@@ -46,7 +46,10 @@ func (r *benchReport) writeDocs(path string) error {
 func (r *benchReport) markdown(plots []plotFile) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s. Broker: %s.\n\n", r.Machine, r.Broker)
-	fmt.Fprintf(&b, "Command: `%s` (%d runs in %s)\n\n", r.Command, len(r.Results), r.Elapsed.Round(1e9))
+	fmt.Fprintf(&b, "Command: `%s` (%s in %s)\n\n", r.Command, r.runs(), r.Elapsed.Round(1e9))
+	if note := r.roundsNote(); note != "" {
+		fmt.Fprintf(&b, "Figures are %s.\n\n", note)
+	}
 	for i, row := range r.rows() {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 		if i == 0 {
@@ -62,7 +65,11 @@ func (r *benchReport) markdown(plots []plotFile) string {
 		fmt.Fprintf(&b, "%s.\n\n", line)
 	}
 	if len(r.Targets) > 0 {
-		b.WriteString("Targets for the consumer, measured in this run:\n\n| measure | target | measured |\n| --- | --- | --- |\n")
+		measured := "measured in this run"
+		if r.Rounds > 1 {
+			measured = fmt.Sprintf("measured in each of the %d rounds from that round's results; the median of the rounds", r.Rounds)
+		}
+		fmt.Fprintf(&b, "Targets for the consumer, %s:\n\n| measure | target | measured |\n| --- | --- | --- |\n", measured)
 		for _, t := range r.Targets {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Measure, t.Target, t.Measured)
 		}

@@ -16,13 +16,16 @@ import (
 
 // benchReport is what a lanes bench run found, with where and how it ran.
 type benchReport struct {
-	Machine   string        `json:"machine"`
-	Command   string        `json:"command"`
-	Broker    string        `json:"broker"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	Workloads []workload    `json:"workloads"`
-	Results   []Result      `json:"results"`
-	Targets   []target      `json:"targets,omitempty"`
+	Machine string        `json:"machine"`
+	Command string        `json:"command"`
+	Broker  string        `json:"broker"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Rounds is how many times the suite ran; with more than one, Results
+	// and Targets are medians over the rounds (see newBenchReport).
+	Rounds    int        `json:"rounds"`
+	Workloads []workload `json:"workloads"`
+	Results   []Result   `json:"results"`
+	Targets   []target   `json:"targets,omitempty"`
 	// Sleeps is how long the handler's simulated work really takes here:
 	// the timer's granularity rounds short sleeps up.
 	Sleeps []sleepCheck `json:"sleeps,omitempty"`
@@ -62,15 +65,49 @@ func (r *benchReport) sleepLine() string {
 }
 
 // target is one row of the consumer's performance targets, as measured.
+// With several rounds each round measures it from its own results, and
+// Value is the median of the rounds' values (Rounds).
 type target struct {
-	Measure  string `json:"measure"`
-	Target   string `json:"target"`
-	Measured string `json:"measured"`
+	Measure  string    `json:"measure"`
+	Target   string    `json:"target"`
+	Measured string    `json:"measured"`
+	Value    float64   `json:"value"`            // in the unit Measured shows (a ratio, or ms)
+	Rounds   []float64 `json:"rounds,omitempty"` // each round's value, with more than one
+	verb     string    // how Value prints, e.g. "%.2f"
 }
 
-func newBenchReport(cfg benchConfig, where string, rs []Result, elapsed time.Duration) *benchReport {
+// newTarget is a target measured once: its value, and detail (such as the
+// rates it is a ratio of) after it.
+func newTarget(measure, want, verb string, v float64, detail string) target {
+	t := target{Measure: measure, Target: want, Value: v, verb: verb}
+	t.Measured = t.format(v)
+	if detail != "" {
+		t.Measured += " (" + detail + ")"
+	}
+	return t
+}
+
+func (t target) format(v float64) string { return fmt.Sprintf(t.verb, v) }
+
+// newBenchReport reports the rounds' results (one round's results each,
+// its ratios not yet set): with one round as they are, with several the
+// medians (see medianOf and medianTargets).
+func newBenchReport(cfg benchConfig, where string, rounds [][]Result, elapsed time.Duration) *benchReport {
 	r := &benchReport{Machine: machine(), Command: strings.TrimSpace("lanes bench " + strings.Join(cfg.args, " ")),
-		Broker: where, Elapsed: elapsed, Workloads: cfg.workloads, Results: rs}
+		Broker: where, Elapsed: elapsed, Rounds: len(rounds), Workloads: cfg.workloads}
+	var ts [][]target
+	for _, rs := range rounds {
+		round := &benchReport{Workloads: cfg.workloads, Results: rs}
+		round.setRatios()
+		ts = append(ts, round.targets())
+	}
+	r.Results, r.Targets = medianOf(rounds), medianTargets(ts)
+	return r
+}
+
+// setRatios sets every result's Ratio and OfCeiling from the results of
+// the same run (one round).
+func (r *benchReport) setRatios() {
 	for i := range r.Results {
 		x := &r.Results[i]
 		raw := r.find(x.Workload, consRaw)
@@ -84,8 +121,6 @@ func newBenchReport(cfg benchConfig, where string, rs []Result, elapsed time.Dur
 			x.OfCeiling = x.Steady / c.Steady
 		}
 	}
-	r.Targets = r.targets()
-	return r
 }
 
 func (r *benchReport) workload(name string) workload {
@@ -132,35 +167,42 @@ func (r *benchReport) targets() []target {
 	// franz-go's buffer, which no hand-off to other goroutines can match.
 	zero := closed(1000, 0, 0, 0)
 	if l, raw := r.findWhere(consLanes, zero), r.findWhere(consRaw, zero); l != nil && raw != nil && raw.Wall > 0 {
-		ts = append(ts, target{"zero work, 1,000 sessions: lanes ÷ raw polling, wall", "≥ 0.5",
-			fmt.Sprintf("%.2f (%s vs %s msg/s)", l.Wall/raw.Wall, fmtRate(l.Wall), fmtRate(raw.Wall))})
+		ts = append(ts, newTarget("zero work, 1,000 sessions: lanes ÷ raw polling, wall", "≥ 0.5", "%.2f",
+			l.Wall/raw.Wall, fmt.Sprintf("%s vs %s msg/s", fmtRate(l.Wall), fmtRate(raw.Wall))))
 	}
 	if l, m := r.findWhere(consLanes, zero), r.findWhere(consMin, zero); l != nil && m != nil && m.Wall > 0 {
-		ts = append(ts, target{"zero work, 1,000 sessions: lanes ÷ the minimal per-key dispatcher, wall", "≥ 0.75",
-			fmt.Sprintf("%.2f (%s vs %s msg/s)", l.Wall/m.Wall, fmtRate(l.Wall), fmtRate(m.Wall))})
+		ts = append(ts, newTarget("zero work, 1,000 sessions: lanes ÷ the minimal per-key dispatcher, wall", "≥ 0.75", "%.2f",
+			l.Wall/m.Wall, fmt.Sprintf("%s vs %s msg/s", fmtRate(l.Wall), fmtRate(m.Wall))))
 	}
 	if l := r.findWhere(consLanes, closed(1000, 5*time.Millisecond, 0, 0)); l != nil {
-		ts = append(ts, target{"5 ms work, 1,000 sessions: ÷ bound", "≥ 0.9", fmt.Sprintf("%.2f", l.Ratio)})
+		ts = append(ts, newTarget("5 ms work, 1,000 sessions: ÷ bound", "≥ 0.9", "%.2f", l.Ratio, ""))
 	}
 	if l := r.findWhere(consLanes, closed(10, 0, 0, 0.10)); l != nil {
-		ts = append(ts, target{"10 sessions, 10 % transient failures, 2 ms first retry wait: ÷ the bound the waits allow", "≥ 0.9",
-			fmt.Sprintf("%.2f (%s msg/s)", l.Ratio, fmtRate(l.Steady))})
+		ts = append(ts, newTarget("10 sessions, 10 % transient failures, 2 ms first retry wait: ÷ the bound the waits allow", "≥ 0.9",
+			"%.2f", l.Ratio, fmtRate(l.Steady)+" msg/s"))
 	}
 	open := func(w workload) bool { return w.Mode == "open" && w.Rate == 50_000 && w.Work == 0 && w.Transient == 0 }
 	if l, raw := r.findWhere(consLanes, open), r.findWhere(consRaw, open); l != nil && raw != nil && raw.P99 > 0 {
-		ts = append(ts, target{"open mode, 50,000 msg/s, zero work: p99 ÷ raw polling's p99", "≤ 1.3×; p50 ≤ 2 ms",
-			fmt.Sprintf("%.1f× (%s vs %s); p50 %s", float64(l.P99)/float64(raw.P99), FormatDuration(l.P99), FormatDuration(raw.P99), FormatDuration(l.P50))})
+		ts = append(ts, newTarget("open mode, 50,000 msg/s, zero work: p99 ÷ raw polling's p99", "≤ 1.3×", "%.1f×",
+			float64(l.P99)/float64(raw.P99), FormatDuration(l.P99)+" vs "+FormatDuration(raw.P99)))
+	}
+	if l := r.findWhere(consLanes, open); l != nil && l.P50 > 0 {
+		ts = append(ts, newTarget("open mode, 50,000 msg/s, zero work: lanes p50", "≤ 2 ms", "%.2f ms", float64(l.P50)/1e6, ""))
 	}
 	zipf := func(w workload) bool { return w.Mode == "closed" && w.Zipf == 1.1 && w.Work == time.Millisecond }
 	if l := r.findWhere(consLanes, zipf); l != nil {
-		ts = append(ts, target{"Zipf s = 1.1, 1 ms work: ÷ busiest-session bound", "≥ 0.95", fmt.Sprintf("%.2f", l.Ratio)})
+		ts = append(ts, newTarget("Zipf s = 1.1, 1 ms work: ÷ busiest-session bound", "≥ 0.95", "%.2f", l.Ratio, ""))
 	}
 	return ts
 }
 
 // print writes the table, one row per consumer and workload.
 func (r *benchReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench: %s; %s\n\n", r.Broker, r.Machine)
+	fmt.Fprintf(w, "lanes bench: %s; %s\n", r.Broker, r.Machine)
+	if note := r.roundsNote(); note != "" {
+		fmt.Fprintln(w, note)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, row := range r.rows() {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -171,12 +213,16 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintln(w, line)
 	}
 	if len(r.Targets) > 0 {
-		fmt.Fprintf(w, "\ntargets\n")
+		if r.Rounds > 1 {
+			fmt.Fprintf(w, "\ntargets (each measured within its round; the median of the %d rounds)\n", r.Rounds)
+		} else {
+			fmt.Fprintf(w, "\ntargets\n")
+		}
 		for _, t := range r.Targets {
 			fmt.Fprintf(w, "  %-90s %-20s %s\n", t.Measure, t.Target, t.Measured)
 		}
 	}
-	fmt.Fprintf(w, "\n%d runs in %s\n", len(r.Results), r.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "\n%s in %s\n", r.runs(), r.Elapsed.Round(time.Second))
 }
 
 const benchFootnote = `
@@ -229,7 +275,16 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// verdict fails the run when any consumer broke per-session order.
+// runs says how many consumer runs the report is made of.
+func (r *benchReport) runs() string {
+	if r.Rounds <= 1 {
+		return fmt.Sprintf("%d runs", len(r.Results))
+	}
+	return fmt.Sprintf("%d runs (%d rounds of %d)", r.Rounds*len(r.Results), r.Rounds, len(r.Results))
+}
+
+// verdict fails the run when any consumer broke per-session order (in any
+// round: the violations and overlaps are the rounds' sums).
 func (r *benchReport) verdict() error {
 	var errs []error
 	for _, x := range r.Results {

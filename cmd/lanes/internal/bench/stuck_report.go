@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -83,18 +82,6 @@ func medianResults(rounds [][]StuckResult) []StuckResult {
 		out[i] = x
 	}
 	return out
-}
-
-// median is the middle value of xs (the mean of the two middle ones when
-// their count is even).
-func median[T float64 | time.Duration](xs []T) T {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // The targets of parking (docs/benchmarks.md): the other sessions keep at
