@@ -59,7 +59,7 @@ func TestWatchdogReportsTheAttemptItTimed(t *testing.T) {
 	work := func(i int) *work {
 		return &work{rec: &kgo.Record{Topic: "t", Offset: int64(i)}, session: "s"}
 	}
-	const reports = 300 // race until the watchdog made this many reports
+	const reports = 150 // race until the watchdog made this many reports
 	var stop atomic.Bool
 	scanned := make(chan struct{})
 	go func() {
