@@ -20,13 +20,12 @@
 // # Pipeline
 //
 // Run polls records with franz-go and routes each, in partition order, to
-// one of Shards lock stripes by Jump(Sum64(session)); a stripe keeps one lane
-// per active session. A lane calls the Handler with a per-attempt timeout,
-// retries failures with exponential backoff and jitter while later messages
-// of that session wait, and sends permanent failures (Permanent(err),
-// Undecodable(err), or a spent retry budget) to DeadLetterTopic with
-// lanes-dlq-* headers. A
-// per-partition offset tracker turns finished offsets into a contiguous
+// one of Shards lock stripes by Sum64(session) scaled onto Shards; a
+// stripe keeps one lane per active session. A lane calls the Handler with a
+// per-attempt timeout, retries failures with exponential backoff and jitter
+// while later messages of that session wait, and sends permanent failures
+// (Permanent(err), Undecodable(err), or a spent retry budget) to
+// DeadLetterTopic with lanes-dlq-* headers. A per-partition offset tracker turns finished offsets into a contiguous
 // watermark, committed every CommitInterval, on revoke and on shutdown.
 //
 // # Parking

@@ -58,11 +58,14 @@ type lane struct {
 	held []*work
 
 	// The attempt under way, for the watchdog: since is its start in Unix
-	// nanoseconds, 0 when the lane is between attempts.
+	// nanoseconds, 0 when the lane is between attempts; begin stores it
+	// last, so a reader that finds it unchanged after reading cur and
+	// attempt read that attempt's. reported is the since of the attempt
+	// the watchdog last reported (it alone writes it).
 	since    atomic.Int64
 	cur      atomic.Pointer[work]
 	attempt  atomic.Int32
-	reported atomic.Bool
+	reported atomic.Int64
 	span     atomic.Pointer[spanRef]    // the attempt's span, when recording
 	actx     atomic.Pointer[attemptCtx] // its context, for a silence hold to cut (silence.go)
 }
@@ -78,13 +81,9 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 	}
 	l.cur.Store(w)
 	// Stores only what changed: an atomic store is a full barrier on most
-	// machines, paid per record, and most records are first attempts of a
-	// lane whose last attempt was not reported.
+	// machines, paid per record, and most records are first attempts.
 	if a := int32(attempt); l.attempt.Load() != a {
 		l.attempt.Store(a)
-	}
-	if l.reported.Load() {
-		l.reported.Store(false)
 	}
 	l.since.Store(now.UnixNano())
 }

@@ -36,13 +36,21 @@ func (c *Consumer) scanSlow(now time.Time) {
 		s.mu.Lock()
 		for _, l := range s.lanes {
 			since := l.since.Load()
-			if since == 0 || now.UnixNano()-since < limit || l.reported.Swap(true) {
+			prev := l.reported.Load()
+			if since == 0 || now.UnixNano()-since < limit || prev == since {
 				continue
 			}
-			w := l.cur.Load()
+			// The lane runs on meanwhile: its record and attempt are the
+			// timed attempt's only if since is still its start (begin
+			// stores it last), and marking it reported by its start
+			// leaves the lane's next attempt unmarked.
+			w, attempt := l.cur.Load(), l.attempt.Load()
+			if l.since.Load() != since || !l.reported.CompareAndSwap(prev, since) {
+				continue // it ended while we looked
+			}
 			c.stats.slowHandlers.Add(1)
 			c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
-				Int64("offset", w.rec.Offset).Str("session", w.session).Int32("attempt", l.attempt.Load()).
+				Int64("offset", w.rec.Offset).Str("session", w.session).Int32("attempt", attempt).
 				Dur("running", time.Duration(now.UnixNano()-since)).Dur("timeout", c.cfg.HandlerTimeout).
 				Msg("handler ignores its context: still running past HandlerTimeout; its lane waits")
 		}

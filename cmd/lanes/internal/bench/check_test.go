@@ -88,6 +88,9 @@ func TestSteadyRate(t *testing.T) {
 	}{
 		{"finished: 1st to 9th", ten, 10, 20 * time.Millisecond, 8 / 0.008},
 		{"cut short: from the 1st to the end", ten[:5], 10, 21 * time.Millisecond, 4 / 0.020},
+		// A run that stalls past 90 % (a session stuck to the cap) is not
+		// judged by its rate before the stall.
+		{"cut short past 90 %: from the 1st to the end", ten[:9], 10, time.Second, 8 / 0.999},
 		{"no further than 10 %", ten[:1], 10, 30 * time.Millisecond, 123},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -257,7 +257,7 @@ func steadyRate(done []time.Duration, total int64, elapsed time.Duration, wall f
 	q10, q90 := max(1, total/10), max(1, total*9/10)
 	n := int64(len(done))
 	switch {
-	case n >= q90 && q90 > q10 && done[q90-1] > done[q10-1]:
+	case n >= total && q90 > q10 && done[q90-1] > done[q10-1]:
 		return float64(q90-q10) / (done[q90-1] - done[q10-1]).Seconds()
 	case n > q10 && elapsed > done[q10-1]:
 		return float64(n-q10) / (elapsed - done[q10-1]).Seconds()
