@@ -223,7 +223,7 @@ func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Spa
 			EventID: head.msg.EventID, Attempt: head.msg.Attempt, AsChild: c.cfg.TraceAsChild})
 		span.SetAttributes(attribute.Int("lanes.batch.size", len(ms)))
 	}
-	l.begin(head, head.msg.Attempt, now, span)
+	l.begin(head, head.msg.Attempt, c.clock.stamp(now), span)
 	c.track(l, actx)
 	defer func() {
 		l.end()

@@ -23,3 +23,18 @@ func TestClockFollowsTheSystemClock(t *testing.T) {
 		t.Fatalf("rebased at %v, the clock read %v", base, got)
 	}
 }
+
+func TestClockStamps(t *testing.T) {
+	k := newClock()
+	a := k.stamp(k.now())
+	time.Sleep(time.Millisecond) // a real interval to measure, not a synchronisation
+	b := k.stamp(time.Now())
+	if a <= 0 || b-a < int64(time.Millisecond) {
+		t.Fatalf("stamps %d then %d a millisecond later; want positive and at least 1ms apart", a, b)
+	}
+	// A rebase moves what now reads, not the stamps' zero.
+	k.rebase(time.Now())
+	if c := k.stamp(k.now()); c < b {
+		t.Fatalf("stamp after a rebase %d, before it %d: stamps went back", c, b)
+	}
+}

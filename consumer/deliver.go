@@ -166,7 +166,7 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 		ctx, span = c.tracer.StartProcess(actx, w.rec, tracing.Process{Group: c.cfg.Group, SessionID: w.session,
 			EventID: m.EventID, Attempt: m.Attempt, AsChild: c.cfg.TraceAsChild})
 	}
-	l.begin(w, m.Attempt, now, span)
+	l.begin(w, m.Attempt, c.clock.stamp(now), span)
 	c.track(l, actx)
 	defer func() {
 		l.end()

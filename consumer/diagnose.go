@@ -24,7 +24,7 @@ func (c *Consumer) diagnose(out *Stats) {
 			}
 		}
 	}
-	now := time.Now().UnixNano()
+	now := c.clock.stamp(time.Now())
 	hot := []SessionStats{}
 	for _, s := range c.shards {
 		s.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,8 +56,8 @@ type lane struct {
 	// guarded by s.mu, so that the stall watch finds its records.
 	held []*work
 
-	// The attempt under way, for the watchdog: since is its start in Unix
-	// nanoseconds, 0 when the lane is between attempts; begin stores it
+	// The attempt under way, for the watchdog: since is its start, a clock
+	// stamp (clock.go), 0 when the lane is between attempts; begin stores it
 	// last, so a reader that finds it unchanged after reading cur and
 	// attempt read that attempt's. reported is the since of the attempt
 	// the watchdog last reported (it alone writes it).
@@ -73,7 +72,8 @@ type lane struct {
 // spanRef boxes a span for an atomic pointer.
 type spanRef struct{ trace.Span }
 
-func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
+// begin marks the attempt under way; at is its start, a clock stamp.
+func (l *lane) begin(w *work, attempt int, at int64, span trace.Span) {
 	if span.IsRecording() {
 		l.span.Store(&spanRef{span})
 	} else if l.span.Load() != nil {
@@ -85,7 +85,7 @@ func (l *lane) begin(w *work, attempt int, now time.Time, span trace.Span) {
 	if a := int32(attempt); l.attempt.Load() != a {
 		l.attempt.Store(a)
 	}
-	l.since.Store(now.UnixNano())
+	l.since.Store(at)
 }
 
 func (l *lane) end() {

@@ -16,6 +16,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 	every := min(max(min(c.cfg.HandlerTimeout/2, c.cfg.StallTimeout/4), 10*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	c.clock.rebase(time.Now()) // the consumer may have been made long before Run
 	for {
 		select {
 		case <-bg.Done():
@@ -30,14 +31,15 @@ func (c *Consumer) watchdog(bg context.Context) {
 	}
 }
 
-func (c *Consumer) scanSlow(now time.Time) {
+func (c *Consumer) scanSlow(t time.Time) {
+	now := c.clock.stamp(t)
 	limit := (c.cfg.HandlerTimeout + slowGrace(c.cfg.HandlerTimeout)).Nanoseconds()
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
 			since := l.since.Load()
 			prev := l.reported.Load()
-			if since == 0 || now.UnixNano()-since < limit || prev == since {
+			if since == 0 || now-since < limit || prev == since {
 				continue
 			}
 			// The lane runs on meanwhile: its record and attempt are the
@@ -51,7 +53,7 @@ func (c *Consumer) scanSlow(now time.Time) {
 			c.stats.slowHandlers.Add(1)
 			c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
 				Int64("offset", w.rec.Offset).Str("session", w.session).Int32("attempt", attempt).
-				Dur("running", time.Duration(now.UnixNano()-since)).Dur("timeout", c.cfg.HandlerTimeout).
+				Dur("running", time.Duration(now-since)).Dur("timeout", c.cfg.HandlerTimeout).
 				Msg("handler ignores its context: still running past HandlerTimeout; its lane waits")
 		}
 		s.mu.Unlock()
