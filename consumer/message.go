@@ -6,7 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Message is one record handed to a Handler.
+// Message is one record handed to a Handler. It stays valid after Handle
+// returns: lanes never reuses it for another record, so a handler may keep
+// it. A retry of the same record is handed the same Message, its Attempt
+// increased.
 type Message struct {
 	// Record is the Kafka record: topic, partition, offset, key, value,
 	// headers, timestamp. Handlers must not modify it.
