@@ -11,8 +11,8 @@ import (
 // asks for Done, so a handler that never waits on its context costs no timer
 // at all, while one that does sees exactly context.WithTimeout's behaviour.
 type attemptCtx struct {
-	context.Context // the work context: values and cancellation
-	deadline        time.Time
+	context.Context       // the work context: values and cancellation
+	deadline        int64 // a stamp (clock.go): the attempt's start plus HandlerTimeout
 
 	mu         sync.Mutex
 	done       chan struct{}
@@ -22,18 +22,19 @@ type attemptCtx struct {
 	stopParent func() bool
 }
 
-func newAttemptCtx(parent context.Context, start time.Time, timeout time.Duration) *attemptCtx {
+// newAttemptCtx is the context of an attempt that started at start, a stamp.
+func newAttemptCtx(parent context.Context, start int64, timeout time.Duration) *attemptCtx {
 	a := &attemptCtx{}
 	a.init(parent, start, timeout)
 	return a
 }
 
 // init prepares a zero attemptCtx (one embedded in a larger value).
-func (a *attemptCtx) init(parent context.Context, start time.Time, timeout time.Duration) {
-	a.Context, a.deadline = parent, start.Add(timeout)
+func (a *attemptCtx) init(parent context.Context, start int64, timeout time.Duration) {
+	a.Context, a.deadline = parent, start+int64(timeout)
 }
 
-func (a *attemptCtx) Deadline() (time.Time, bool) { return a.deadline, true }
+func (a *attemptCtx) Deadline() (time.Time, bool) { return timeOfStamp(a.deadline), true }
 
 func (a *attemptCtx) Done() <-chan struct{} {
 	a.mu.Lock()
@@ -50,7 +51,7 @@ func (a *attemptCtx) Done() <-chan struct{} {
 		close(a.done)
 		return a.done
 	}
-	t := time.AfterFunc(time.Until(a.deadline), func() { a.cancel(context.DeadlineExceeded) })
+	t := time.AfterFunc(time.Duration(a.deadline-stampNow()), func() { a.cancel(context.DeadlineExceeded) })
 	a.stopTimer = t.Stop
 	a.stopParent = context.AfterFunc(a.Context, func() { a.cancel(a.Context.Err()) })
 	return a.done
@@ -70,7 +71,7 @@ func (a *attemptCtx) Err() error {
 func (a *attemptCtx) refreshLocked() {
 	if err := a.Context.Err(); err != nil {
 		a.finishLocked(err)
-	} else if !time.Now().Before(a.deadline) {
+	} else if stampNow() >= a.deadline {
 		a.finishLocked(context.DeadlineExceeded)
 	}
 }

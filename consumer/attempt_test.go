@@ -11,7 +11,7 @@ type ctxKeyT struct{}
 
 func TestAttemptCtxDeadline(t *testing.T) {
 	parent := context.WithValue(context.Background(), ctxKeyT{}, "v")
-	a := newAttemptCtx(parent, time.Now(), 20*time.Millisecond)
+	a := newAttemptCtx(parent, stampNow(), 20*time.Millisecond)
 	defer a.release()
 	if a.Value(ctxKeyT{}) != "v" {
 		t.Fatal("value of parent not visible")
@@ -29,7 +29,7 @@ func TestAttemptCtxDeadline(t *testing.T) {
 }
 
 func TestAttemptCtxDeadlineWithoutDone(t *testing.T) {
-	a := newAttemptCtx(context.Background(), time.Now(), time.Nanosecond)
+	a := newAttemptCtx(context.Background(), stampNow(), time.Nanosecond)
 	defer a.release()
 	deadline, _ := a.Deadline()
 	for time.Now().Before(deadline) {
@@ -46,7 +46,7 @@ func TestAttemptCtxDeadlineWithoutDone(t *testing.T) {
 
 func TestAttemptCtxParentCancel(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
-	a := newAttemptCtx(parent, time.Now(), time.Hour)
+	a := newAttemptCtx(parent, stampNow(), time.Hour)
 	defer a.release()
 	done := a.Done()
 	cancel()
@@ -55,7 +55,7 @@ func TestAttemptCtxParentCancel(t *testing.T) {
 		t.Fatalf("Err = %v, want Canceled", a.Err())
 	}
 	// Derived contexts follow it too.
-	a2 := newAttemptCtx(context.Background(), time.Now(), time.Hour)
+	a2 := newAttemptCtx(context.Background(), stampNow(), time.Hour)
 	child, stop := context.WithCancel(a2)
 	defer stop()
 	a2.release()
@@ -77,10 +77,10 @@ func TestAttemptCtxDoneAfterEnd(t *testing.T) {
 		{"parent cancelled", func() *attemptCtx {
 			parent, cancel := context.WithCancel(context.Background())
 			cancel()
-			return newAttemptCtx(parent, time.Now(), time.Hour)
+			return newAttemptCtx(parent, stampNow(), time.Hour)
 		}, context.Canceled},
 		{"deadline passed", func() *attemptCtx {
-			return newAttemptCtx(context.Background(), time.Now().Add(-time.Second), time.Millisecond)
+			return newAttemptCtx(context.Background(), stampOf(time.Now().Add(-time.Second)), time.Millisecond)
 		}, context.DeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func BenchmarkAttemptCtx(b *testing.B) {
 	b.Run("lazy", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			a := newAttemptCtx(parent, time.Now(), time.Minute)
+			a := newAttemptCtx(parent, stampNow(), time.Minute)
 			_ = a.Err()
 			a.release()
 		}

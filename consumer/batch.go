@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/lanesdev/lanes/eventid"
@@ -214,8 +213,8 @@ func settle(b []*work) []*work {
 // HandlerTimeout, inside the head's process span, with the head as the
 // lane's current work for the watchdog, turning a panic into an error.
 func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Span, err error) {
-	now := time.Now()
-	actx := newAttemptCtx(head.p.attempts, now, c.cfg.HandlerTimeout)
+	start := stampNow()
+	actx := newAttemptCtx(head.p.attempts, start, c.cfg.HandlerTimeout)
 	var ctx context.Context = actx
 	span = noSpan
 	if c.tracer.Enabled() {
@@ -223,12 +222,12 @@ func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Spa
 			EventID: head.msg.EventID, Attempt: head.msg.Attempt, AsChild: c.cfg.TraceAsChild})
 		span.SetAttributes(attribute.Int("lanes.batch.size", len(ms)))
 	}
-	l.begin(head, head.msg.Attempt, c.clock.stamp(now), span)
+	l.begin(head, head.msg.Attempt, start, span)
 	c.track(l, actx)
 	defer func() {
 		l.end()
 		actx.release()
-		c.metrics.handlerDone(ctx, now)
+		c.metrics.handlerDone(ctx, start)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			lg := c.recordLog(span, head)

@@ -28,7 +28,6 @@ type Consumer struct {
 	client  *kgo.Client
 	dlq     *deadLetters // nil without a DeadLetterTopic
 	stats   counters
-	clock   *clock // attempt stamps (clock.go)
 	tracer  *tracing.Tracer
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
@@ -97,7 +96,6 @@ func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
-	c.clock = newClock()
 	c.stop.done = make(chan struct{})
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)

@@ -152,13 +152,13 @@ func exhaustedReason(err error) Reason {
 // span, turning a panic into an error. The watchdog reports an attempt that
 // outlives its timeout. The caller ends the returned span.
 func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err error) {
-	now := c.clock.now()
+	start := stampNow()
 	var actx *attemptCtx
 	if m.Attempt == 1 {
 		actx = &w.first
-		actx.init(w.p.attempts, now, c.cfg.HandlerTimeout)
+		actx.init(w.p.attempts, start, c.cfg.HandlerTimeout)
 	} else {
-		actx = newAttemptCtx(w.p.attempts, now, c.cfg.HandlerTimeout)
+		actx = newAttemptCtx(w.p.attempts, start, c.cfg.HandlerTimeout)
 	}
 	var ctx context.Context = actx
 	span = noSpan
@@ -166,12 +166,12 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 		ctx, span = c.tracer.StartProcess(actx, w.rec, tracing.Process{Group: c.cfg.Group, SessionID: w.session,
 			EventID: m.EventID, Attempt: m.Attempt, AsChild: c.cfg.TraceAsChild})
 	}
-	l.begin(w, m.Attempt, c.clock.stamp(now), span)
+	l.begin(w, m.Attempt, start, span)
 	c.track(l, actx)
 	defer func() {
 		l.end()
 		actx.release()
-		c.metrics.handlerDone(ctx, now)
+		c.metrics.handlerDone(ctx, start)
 		if r := recover(); r != nil {
 			c.stats.panics.Add(1)
 			l := c.recordLog(span, w)

@@ -24,7 +24,7 @@ func (c *Consumer) diagnose(out *Stats) {
 			}
 		}
 	}
-	now := c.clock.stamp(time.Now())
+	now := stampNow()
 	hot := []SessionStats{}
 	for _, s := range c.shards {
 		s.mu.Lock()

@@ -133,13 +133,13 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	return out, err
 }
 
-// handlerDone records an attempt that started at start; the clock is read
-// only when the histogram is enabled (a meter provider is set).
-func (m *metrics) handlerDone(ctx context.Context, start time.Time) {
+// handlerDone records an attempt that started at start, a stamp; the clock
+// is read only when the histogram is enabled (a meter provider is set).
+func (m *metrics) handlerDone(ctx context.Context, start int64) {
 	if !m.handlerDur.Enabled(ctx) {
 		return
 	}
-	m.handlerDur.Record(ctx, time.Since(start).Seconds(), m.record...)
+	m.handlerDur.Record(ctx, time.Duration(stampNow()-start).Seconds(), m.record...)
 }
 
 func (m *metrics) commitDone(d time.Duration) {

@@ -164,7 +164,7 @@ func (m *stopModel) attempt() {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
-		ctx := newAttemptCtx(p.attempts, a.start, m.cfg.HandlerTimeout)
+		ctx := newAttemptCtx(p.attempts, stampOf(a.start), m.cfg.HandlerTimeout)
 		if a.honours {
 			t := time.NewTimer(d)
 			select {

@@ -16,13 +16,11 @@ func (c *Consumer) watchdog(bg context.Context) {
 	every := min(max(min(c.cfg.HandlerTimeout/2, c.cfg.StallTimeout/4), 10*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	c.clock.rebase(time.Now()) // the consumer may have been made long before Run
 	for {
 		select {
 		case <-bg.Done():
 			return
 		case now := <-t.C:
-			c.clock.rebase(time.Now()) // the tick's time is when it was due; a busy machine reads it late
 			c.scanSlow(now)
 			c.checkStalls(bg, now)
 			c.breakerIdle(now)
@@ -32,7 +30,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 }
 
 func (c *Consumer) scanSlow(t time.Time) {
-	now := c.clock.stamp(t)
+	now := stampOf(t)
 	limit := (c.cfg.HandlerTimeout + slowGrace(c.cfg.HandlerTimeout)).Nanoseconds()
 	for _, s := range c.shards {
 		s.mu.Lock()

@@ -46,7 +46,7 @@ func TestWatchdogReportsTheAttemptItTimed(t *testing.T) {
 	limit := timeout + slowGrace(timeout)
 	sink := &slowLog{}
 	lg := zerolog.New(sink)
-	c := &Consumer{clock: newClock()}
+	c := &Consumer{}
 	c.cfg.HandlerTimeout, c.cfg.Logger = timeout, &lg
 	s := &shard{lanes: map[string]*lane{}}
 	c.shards = []*shard{s}
@@ -55,7 +55,7 @@ func TestWatchdogReportsTheAttemptItTimed(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	// Attempt i started limit + i ms before now: the report's running time
 	// names the attempt it timed.
-	startOf := func(i int) int64 { return c.clock.stamp(now.Add(-limit - time.Duration(i)*time.Millisecond)) }
+	startOf := func(i int) int64 { return stampOf(now.Add(-limit - time.Duration(i)*time.Millisecond)) }
 	work := func(i int) *work {
 		return &work{rec: &kgo.Record{Topic: "t", Offset: int64(i)}, session: "s"}
 	}
