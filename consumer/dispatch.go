@@ -43,8 +43,9 @@ func (c *Consumer) drainStash(p *partition) {
 // lanes it made, together. p.admitMu held.
 func (c *Consumer) handOut(p *partition, recs []*kgo.Record, hwm int64) {
 	var fresh []*lane
-	for _, w := range c.admit(p, recs, hwm) {
-		if l := c.shardOf(w.lane).add(w); l != nil {
+	ws := c.admit(p, recs, hwm)
+	for i := range ws {
+		if l := c.shardOf(ws[i].lane).add(&ws[i]); l != nil {
 			fresh = append(fresh, l)
 		}
 	}
@@ -54,8 +55,9 @@ func (c *Consumer) handOut(p *partition, recs []*kgo.Record, hwm int64) {
 }
 
 // admit registers a partition's fetched records with it and returns the
-// work to hand to lanes, each with its session and lane key.
-func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
+// work to hand to lanes, in offset order, each with its session and lane
+// key.
+func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 	var drop []bool // Filter's verdicts, computed outside the lock; nil: keep all
 	if c.cfg.Filter != nil {
 		drop = make([]bool, len(recs))
@@ -69,12 +71,13 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 	// partition's lock. An item keeps its slab alive while it is queued or
 	// running; those records are within the partition's bound anyway.
 	slab := make([]work, len(recs))
-	out := make([]*work, 0, len(recs))
+	n := 0
 	filtered, prior, cut := p.admit(recs, hwm, drop, func(i int, seq uint64) {
-		w := &slab[len(out)]
+		w := &slab[n]
 		w.rec, w.p, w.seq = recs[i], p, seq
-		out = append(out, w)
+		n++
 	})
+	out := slab[:n]
 	if filtered > 0 {
 		c.stats.filtered.Add(int64(filtered))
 	}
@@ -90,7 +93,8 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []*work {
 		c.userMu.Lock()
 		defer c.userMu.Unlock()
 	}
-	for _, w := range out {
+	for i := range out {
+		w := &out[i]
 		w.session = c.sessionOf(w.rec)
 		w.lane = w.session
 		if w.lane == "" {
