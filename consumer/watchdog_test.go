@@ -94,3 +94,34 @@ func TestWatchdogReportsTheAttemptItTimed(t *testing.T) {
 	}
 	t.Logf("%d reports over %d attempts", len(sink.reports), final)
 }
+
+// A HandlerTimeout as large as a Config accepts (time.Duration's largest,
+// "no timeout") reports no attempt as slow and gives up no breaker probe as
+// hung: the limit, the timeout plus its grace, must not wrap negative.
+func TestWatchdogLargestHandlerTimeout(t *testing.T) {
+	cfg, err := Config{Brokers: []string{"x:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d",
+		HandlerTimeout: math.MaxInt64, Breaker: BreakerPolicy{Enabled: true}}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &slowLog{}
+	lg := zerolog.New(sink)
+	c.cfg.Logger = &lg
+	s := &shard{lanes: map[string]*lane{}}
+	c.shards = []*shard{s}
+	l := &lane{key: "s", s: s}
+	s.lanes["s"] = l
+	start := time.Now()
+	l.begin(&work{rec: &kgo.Record{Topic: "t"}, session: "s"}, 1, stampOf(start), noSpan)
+	c.scanSlow(start.Add(time.Hour))
+	if n := c.stats.slowHandlers.Load(); n != 0 {
+		t.Errorf("an attempt an hour into a timeout of %v reported slow (%d reports)", cfg.HandlerTimeout, n)
+	}
+	if c.brk.hungAfter <= 0 {
+		t.Errorf("breaker probes are given up as hung after %v", c.brk.hungAfter)
+	}
+}
