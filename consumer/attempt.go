@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -29,9 +30,14 @@ func newAttemptCtx(parent context.Context, start int64, timeout time.Duration) *
 	return a
 }
 
-// init prepares a zero attemptCtx (one embedded in a larger value).
+// init prepares a zero attemptCtx (one embedded in a larger value). A
+// deadline past the largest stamp (a timeout near time.Duration's largest,
+// "none") is the largest stamp: never reached.
 func (a *attemptCtx) init(parent context.Context, start int64, timeout time.Duration) {
 	a.Context, a.deadline = parent, start+int64(timeout)
+	if a.deadline < start {
+		a.deadline = math.MaxInt64
+	}
 }
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return timeOfStamp(a.deadline), true }

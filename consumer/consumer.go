@@ -100,7 +100,7 @@ func build(cfg Config) (*Consumer, error) {
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
-		c.brk = newBreaker(cfg.Breaker, cfg.HandlerTimeout+slowGrace(cfg.HandlerTimeout))
+		c.brk = newBreaker(cfg.Breaker, slowLimit(cfg.HandlerTimeout))
 		c.flow.holdFn = c.brk.wantsHold
 	}
 	var err error

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -31,7 +32,7 @@ func (c *Consumer) watchdog(bg context.Context) {
 
 func (c *Consumer) scanSlow(t time.Time) {
 	now := stampOf(t)
-	limit := (c.cfg.HandlerTimeout + slowGrace(c.cfg.HandlerTimeout)).Nanoseconds()
+	limit := slowLimit(c.cfg.HandlerTimeout).Nanoseconds()
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
@@ -61,3 +62,13 @@ func (c *Consumer) scanSlow(t time.Time) {
 // slowGrace is how long past HandlerTimeout an attempt may run before it is
 // reported: a tenth of the timeout, at most a second.
 func slowGrace(timeout time.Duration) time.Duration { return min(timeout/10, time.Second) }
+
+// slowLimit is how long an attempt may run before it is reported (and a
+// breaker probe given up as hung): the timeout plus its grace, or
+// time.Duration's largest when that sum would wrap.
+func slowLimit(timeout time.Duration) time.Duration {
+	if l := timeout + slowGrace(timeout); l >= timeout {
+		return l
+	}
+	return math.MaxInt64
+}
