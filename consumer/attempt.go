@@ -40,6 +40,9 @@ func (a *attemptCtx) init(parent context.Context, start int64, timeout time.Dura
 	}
 }
 
+// Deadline is the attempt's start plus HandlerTimeout. Its monotonic
+// reading is exact, so every call's answer is Equal and time.Until is
+// right; its wall reading is taken anew on each call (clock.go).
 func (a *attemptCtx) Deadline() (time.Time, bool) { return timeOfStamp(a.deadline), true }
 
 func (a *attemptCtx) Done() <-chan struct{} {
