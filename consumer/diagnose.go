@@ -76,8 +76,8 @@ func keepHot(hot []SessionStats, ss SessionStats) []SessionStats {
 // sessionName shows a lane's key: the session, or for records without a
 // session the partition's shared lane.
 func sessionName(key string) string {
-	if strings.HasPrefix(key, "\x00") {
-		return "(no session) " + key[1:]
+	if name, ok := strings.CutPrefix(key, keylessMark); ok {
+		return "(no session) " + name
 	}
 	return key
 }

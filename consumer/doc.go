@@ -25,8 +25,9 @@
 // per-attempt timeout, retries failures with exponential backoff and jitter
 // while later messages of that session wait, and sends permanent failures
 // (Permanent(err), Undecodable(err), or a spent retry budget) to
-// DeadLetterTopic with lanes-dlq-* headers. A per-partition offset tracker turns finished offsets into a contiguous
-// watermark, committed every CommitInterval, on revoke and on shutdown.
+// DeadLetterTopic with lanes-dlq-* headers. A per-partition offset tracker
+// turns finished offsets into a contiguous watermark, committed every
+// CommitInterval, on revoke and on shutdown.
 //
 // # Parking
 //

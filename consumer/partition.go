@@ -99,11 +99,14 @@ func newPartition(work context.Context, k partKey, epoch uint64, max int, notify
 	}
 }
 
-// nilLane is the lane of a partition's records with no session: one lane
-// per partition, so they keep their partition's order. Its leading NUL
+// keylessMark begins the name of a keyless lane (nilLane): a NUL, which
 // keeps it apart from every session key a producer would send.
+const keylessMark = "\x00"
+
+// nilLane is the lane of a partition's records with no session: one lane
+// per partition, so they keep their partition's order.
 func nilLane(k partKey) string {
-	return "\x00" + k.topic + "/" + strconv.FormatInt(int64(k.partition), 10)
+	return keylessMark + k.topic + "/" + strconv.FormatInt(int64(k.partition), 10)
 }
 
 // unlock releases p.mu and tells the flow controller when flipped.
