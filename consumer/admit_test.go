@@ -16,12 +16,7 @@ func TestAdmitHandsOutExactlyTheAdmitted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 200; round++ {
 		dropped := map[int64]bool{}
-		c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d",
-			Filter: func(r *kgo.Record) bool { return !dropped[r.Offset] }},
-			HandlerFunc(func(context.Context, *Message) error { return nil }))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := unstarted(t, func(cfg *Config) { cfg.Filter = func(r *kgo.Record) bool { return !dropped[r.Offset] } })
 		p := newPartition(context.Background(), partKey{"t", 0}, 1, 1<<30, nil)
 		var prior []offRange
 		for o := int64(rng.IntN(5)); o < 60; o += int64(2 + rng.IntN(8)) {

@@ -292,16 +292,24 @@ func TestBreakerObservability(t *testing.T) {
 	}
 }
 
-// TestBreakerIdleResumesFetching: an open breaker with no lane holding a
-// record (all ended while it was open) lets fetching resume once a probe
-// is due, so a record can arrive to probe with; a lane that then waits
-// holds fetching again.
-func TestBreakerIdleResumesFetching(t *testing.T) {
+// breakerOnly is a consumer with just its breaker (one failed attempt
+// opens it; a probe is due only after an hour) and the flow controller it
+// holds, to drive the breaker's gate without a broker.
+func breakerOnly() *Consumer {
 	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
 		MinCalls: 1, ProbeInterval: time.Hour}, time.Minute)}
 	c.flow.holdFn = c.brk.wantsHold
 	lg := zerolog.Nop()
 	c.cfg.Logger, c.workCtx = &lg, context.Background()
+	return c
+}
+
+// TestBreakerIdleResumesFetching: an open breaker with no lane holding a
+// record (all ended while it was open) lets fetching resume once a probe
+// is due, so a record can arrive to probe with; a lane that then waits
+// holds fetching again.
+func TestBreakerIdleResumesFetching(t *testing.T) {
+	c := breakerOnly()
 	c.breakerReport(newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil), 0, errors.New("down"))
 	if !c.brk.openNow() || !c.flow.wantsHold() {
 		t.Fatal("not open and held after a failure with MinCalls 1")

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -16,11 +15,7 @@ import (
 // (revoke, shutdown), their record done meanwhile (skipped as stalled), or
 // the breaker closing (they attempt).
 func TestBreakerWaitersCountedBack(t *testing.T) {
-	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
-		MinCalls: 1, ProbeInterval: time.Hour}, time.Minute)}
-	c.flow.holdFn = c.brk.wantsHold
-	lg := zerolog.Nop()
-	c.cfg.Logger, c.workCtx = &lg, context.Background()
+	c := breakerOnly()
 	part := func(n int) (*partition, []*work) {
 		p := newPartition(context.Background(), partKey{"t", int32(n)}, 1, 100, nil)
 		var ws []*work

@@ -14,11 +14,7 @@ import (
 // one for every message).
 func TestKeylessLaneAllocatesOnce(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "t-dlq"},
-		HandlerFunc(func(context.Context, *Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := unstarted(t, nil)
 	const n = 200
 	off := int64(0)
 	recs := func() []*kgo.Record {
@@ -52,17 +48,15 @@ func TestKeylessLaneAllocatesOnce(t *testing.T) {
 // the lane's name in diagnostics says it has no session.
 func TestKeylessLanePerPartition(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t", "u"}, DeadLetterTopic: "dlq",
-		SessionKey: func(r *kgo.Record) string {
+	c := unstarted(t, func(cfg *Config) {
+		cfg.Topics = []string{"t", "u"}
+		cfg.SessionKey = func(r *kgo.Record) string {
 			if string(r.Key) == "anon" {
 				return ""
 			}
 			return string(r.Key)
-		}},
-		HandlerFunc(func(context.Context, *Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
+		}
+	})
 	lanes := map[string]string{} // lane → its partition
 	for _, k := range []partKey{{"t", 0}, {"t", 1}, {"u", 0}, {"u", 10}} {
 		p := newPartition(context.Background(), k, 1, 100, nil)

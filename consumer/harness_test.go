@@ -251,6 +251,22 @@ func checkOrder(t *testing.T, r *recorder, topics []string, sessions []string, p
 	}
 }
 
+// unstarted is a consumer of topic "t" in group "g", dead letters to "d",
+// that is never run, so no broker is dialled; edit, when set, changes its
+// Config first. Its handler does nothing.
+func unstarted(t *testing.T, edit func(*Config)) *Consumer {
+	t.Helper()
+	cfg := Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // start runs c until the returned stop is called; stop returns Run's error.
 func start(t *testing.T, c *Consumer) (stop func() error) {
 	t.Helper()

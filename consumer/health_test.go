@@ -28,11 +28,7 @@ func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 }
 
 func TestHealthNotRunning(t *testing.T) {
-	c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"},
-		HandlerFunc(func(context.Context, *Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := unstarted(t, nil)
 	h := c.Health()
 	if h.Live || h.Ready || !strings.Contains(strings.Join(h.Reasons, "\n"), "not running") {
 		t.Fatalf("health before Run: %+v", h)

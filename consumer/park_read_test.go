@@ -76,11 +76,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 			makeDue(t, c, stuck)
 			if !tc.retry {
 				dl := readDLQ(t, e, 1)[0]
-				rec.wait(t) // the other session
-				eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
-				if err := stop(); err != nil {
-					t.Fatal(err)
-				}
+				finishUnparked(t, c, rec, stop) // rec: the other session
 				if headerOf(dl, HeaderDLQReason) != string(ReasonParkLost) || headerOf(dl, HeaderDLQTopic) != "chats" ||
 					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, HeaderParkSession) != stuck || len(dl.Value) != 0 {
 					t.Fatalf("dead-lettered %q with %v; want its loss (reason park-lost, chats offset 0, its session)", dl.Value, dl.Headers)
@@ -92,11 +88,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 				}
 				return
 			}
-			rec.wait(t)
-			eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
+			finishUnparked(t, c, rec, stop)
 			mu.Lock()
 			defer mu.Unlock()
 			if len(seen) != 2 || seen[0] != seen[1] {
@@ -471,11 +463,7 @@ func TestParkReadFailureRetriedLater(t *testing.T) {
 	}
 	failing.Store(false)
 	makeDue(t, c, stuck)
-	rec.wait(t)
-	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	finishUnparked(t, c, rec, stop)
 }
 
 // TestReadAheadKeepsItsOwnCopies: a record decoded from a fetch of
@@ -553,15 +541,22 @@ func TestParkReadWrongEntry(t *testing.T) {
 	wrong.Offset = h.parkOffset
 	p.parkAhead().keep([]*kgo.Record{wrong})
 	makeDue(t, c, stuck)
-	rec.wait(t)
-	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	finishUnparked(t, c, rec, stop)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != seen[1] {
 		t.Fatalf("the handler saw %q", seen)
+	}
+}
+
+// finishUnparked waits for every message rec expects and for c to hold
+// nothing parked, then stops c.
+func finishUnparked(t *testing.T, c *Consumer, rec *recorder, stop func() error) {
+	t.Helper()
+	rec.wait(t)
+	eventually(t, "the session unparked", func() bool { return parkedRecords(c) == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -55,11 +54,7 @@ func TestStatsJSON(t *testing.T) {
 // TestStatsJSONEmpty: a consumer that owns nothing reports [] and {}, not
 // null, and a breaker that never opened has no opening time.
 func TestStatsJSONEmpty(t *testing.T) {
-	c, err := New(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d"},
-		HandlerFunc(func(context.Context, *Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := unstarted(t, nil)
 	b, err := json.Marshal(struct {
 		Health Health `json:"health"`
 		Stats  Stats  `json:"stats"`
