@@ -21,6 +21,20 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// runJSON runs lanes bench with args and --json and decodes its report
+// into a T; stdout and stderr come back too, for the test's messages.
+func runJSON[T any](t *testing.T, args ...string) (rep T, out, errOut string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	if err := Run(context.Background(), append(args, "--json"), &o, &e); err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, o.String(), e.String())
+	}
+	if err := json.Unmarshal(o.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, o.String())
+	}
+	return rep, o.String(), e.String()
+}
+
 // TestBenchSmall runs lanes bench end to end on the embedded broker with a
 // tiny closed and open workload; no timing is asserted, only that every
 // consumer ran and kept order.
@@ -30,16 +44,8 @@ func TestBenchSmall(t *testing.T) {
 	if err := os.WriteFile(docs, []byte("# Benchmarks\n\nkept\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"--sessions", "40", "--messages", "3000", "--work", "0,200us",
-		"--partitions", "4", "--pool", "8", "--json", "--docs", docs}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	var rep benchReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out.String())
-	}
+	rep, _, errOut := runJSON[benchReport](t, "--sessions", "40", "--messages", "3000", "--work", "0,200us",
+		"--partitions", "4", "--pool", "8", "--docs", docs)
 	seen := map[string]int{}
 	for _, r := range rep.Results {
 		seen[r.Consumer]++
@@ -54,8 +60,8 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("%s ran %d times, want %d", c, seen[c], n)
 		}
 	}
-	if !strings.Contains(errOut.String(), "workload 2/2") {
-		t.Errorf("no progress on stderr:\n%s", errOut.String())
+	if !strings.Contains(errOut, "workload 2/2") {
+		t.Errorf("no progress on stderr:\n%s", errOut)
 	}
 	md, err := os.ReadFile(docs)
 	if err != nil {
@@ -180,18 +186,10 @@ func TestPoolDefault(t *testing.T) {
 // for every message, the stuck sessions parked in the park run and holding their
 // partition's commits with in-lane retries. No timing is asserted.
 func TestBenchStuckSmall(t *testing.T) {
-	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"--stuck", "10%:1s", "--sessions", "50", "--rate", "1000",
-		"--duration", "2s", "--work", "0", "--partitions", "4", "--rounds", "2", "--json"}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	var rep stuckReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out.String())
-	}
+	rep, out, _ := runJSON[stuckReport](t, "--stuck", "10%:1s", "--sessions", "50", "--rate", "1000",
+		"--duration", "2s", "--work", "0", "--partitions", "4", "--rounds", "2")
 	if rep.Stuck != 5 || len(rep.Results) != 3 || rep.Rounds != 2 {
-		t.Fatalf("%d stuck sessions, %d runs, %d rounds: want 5, 3 and 2\n%s", rep.Stuck, len(rep.Results), rep.Rounds, out.String())
+		t.Fatalf("%d stuck sessions, %d runs, %d rounds: want 5, 3 and 2\n%s", rep.Stuck, len(rep.Results), rep.Rounds, out)
 	}
 	for _, r := range rep.Results {
 		if r.Violations+r.Overlaps+r.Lost != 0 || r.OthersRate == 0 {
@@ -256,18 +254,10 @@ func TestMedianResults(t *testing.T) {
 // counts settle (every member owning partitions), consume, and report
 // latencies. No timing is asserted.
 func TestBenchScaleSmall(t *testing.T) {
-	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"--scale", "1,2", "--sessions", "100", "--partitions", "4",
-		"--work", "5ms", "--pool", "5", "--duration", "1s", "--json"}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	var rep scaleReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out.String())
-	}
+	rep, out, _ := runJSON[scaleReport](t, "--scale", "1,2", "--sessions", "100", "--partitions", "4",
+		"--work", "5ms", "--pool", "5", "--duration", "1s")
 	if len(rep.Steps) != 2 {
-		t.Fatalf("%d steps, want 2\n%s", len(rep.Steps), out.String())
+		t.Fatalf("%d steps, want 2\n%s", len(rep.Steps), out)
 	}
 	for _, s := range rep.Steps {
 		if s.Rate <= 0 || s.Settle <= 0 || s.Bound != float64(s.Members)*1000 || s.Offered != 0.8*s.Bound ||

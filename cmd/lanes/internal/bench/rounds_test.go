@@ -2,8 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -15,18 +13,10 @@ import (
 // per workload and consumer (the medians), says it has two rounds, and
 // its target carries each round's value. No timing is asserted.
 func TestBenchRounds(t *testing.T) {
-	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"--sessions", "1000", "--messages", "3000", "--work", "0",
-		"--partitions", "4", "--consumers", "lanes,raw-poll", "--rounds", "2", "--json"}, &out, &errOut)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	var rep benchReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out.String())
-	}
+	rep, out, errOut := runJSON[benchReport](t, "--sessions", "1000", "--messages", "3000", "--work", "0",
+		"--partitions", "4", "--consumers", "lanes,raw-poll", "--rounds", "2")
 	if rep.Rounds != 2 || len(rep.Results) != 2 {
-		t.Fatalf("%d rounds, %d results: want 2 and 2 (one per consumer)\n%s", rep.Rounds, len(rep.Results), out.String())
+		t.Fatalf("%d rounds, %d results: want 2 and 2 (one per consumer)\n%s", rep.Rounds, len(rep.Results), out)
 	}
 	for _, c := range []string{consLanes, consRaw} {
 		if x := rep.find(rep.Workloads[0].Name, c); x == nil || x.Handled == 0 || x.Violations+x.Overlaps != 0 {
@@ -37,7 +27,7 @@ func TestBenchRounds(t *testing.T) {
 		t.Errorf("lanes has no ratio to raw polling: %+v", l)
 	}
 	if len(rep.Targets) == 0 {
-		t.Fatalf("no targets\n%s", out.String())
+		t.Fatalf("no targets\n%s", out)
 	}
 	for _, tg := range rep.Targets {
 		if len(tg.Rounds) != 2 || tg.Value != median(tg.Rounds) || !strings.Contains(tg.Measured, "median of 2: ") {
@@ -45,8 +35,8 @@ func TestBenchRounds(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"round 1/2, workload 1/1", "round 2/2, workload 1/1", "[4/4]"} {
-		if !strings.Contains(errOut.String(), s) {
-			t.Errorf("stderr lacks %q:\n%s", s, errOut.String())
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
 		}
 	}
 	var table bytes.Buffer
