@@ -18,20 +18,21 @@ import (
 // allocs/msg, the highest peaks, the sums of violations, overlaps and
 // elapsed time; Finished only when every round finished.
 func medianOf(rounds [][]Result) []Result {
-	if len(rounds) == 0 {
-		return nil
-	}
-	out := make([]Result, 0, len(rounds[0]))
-	for _, first := range rounds[0] {
-		var xs []Result
-		for _, rs := range rounds {
-			for _, r := range rs {
-				if r.Workload == first.Workload && r.Consumer == first.Consumer {
-					xs = append(xs, r)
-				}
+	type run struct{ workload, consumer string }
+	var order []run
+	of := map[run][]Result{}
+	for _, rs := range rounds {
+		for _, r := range rs {
+			k := run{r.Workload, r.Consumer}
+			if _, seen := of[k]; !seen {
+				order = append(order, k)
 			}
+			of[k] = append(of[k], r)
 		}
-		out = append(out, combine(xs))
+	}
+	out := make([]Result, 0, len(order))
+	for _, k := range order {
+		out = append(out, combine(of[k]))
 	}
 	return out
 }
@@ -118,29 +119,25 @@ func medianTargets(rounds [][]target) []target {
 	if len(rounds) == 1 {
 		return rounds[0]
 	}
-	var out []target
+	var out []target // the first round's target of each measure, in order
+	vals := map[string][]float64{}
 	for _, rs := range rounds {
 		for _, t := range rs {
-			if slices.ContainsFunc(out, func(o target) bool { return o.Measure == t.Measure }) {
-				continue
+			if _, seen := vals[t.Measure]; !seen {
+				out = append(out, t)
 			}
-			var vals []float64
-			for _, rt := range rounds {
-				for _, u := range rt {
-					if u.Measure == t.Measure {
-						vals = append(vals, u.Value)
-					}
-				}
-			}
-			m := t
-			m.Value, m.Rounds = median(vals), vals
-			parts := make([]string, len(vals))
-			for i, v := range vals {
-				parts[i] = t.format(v)
-			}
-			m.Measured = fmt.Sprintf("%s (median of %d: %s)", t.format(m.Value), len(vals), strings.Join(parts, ", "))
-			out = append(out, m)
+			vals[t.Measure] = append(vals[t.Measure], t.Value)
 		}
+	}
+	for i, t := range out {
+		vs := vals[t.Measure]
+		parts := make([]string, len(vs))
+		for j, v := range vs {
+			parts[j] = t.format(v)
+		}
+		t.Value, t.Rounds = median(vs), vs
+		t.Measured = fmt.Sprintf("%s (median of %d: %s)", t.format(t.Value), len(vs), strings.Join(parts, ", "))
+		out[i] = t
 	}
 	return out
 }
