@@ -22,12 +22,10 @@ type parkSet struct {
 	// base is the time the set's times are kept from (as durations: a
 	// parked session's entry stays small).
 	base time.Time
-	// epoch is the park offset of the latest fence marker: the one the
-	// current owner wrote when it took the partition (from the commit
-	// metadata, then from the rebuild's reading). Entries written under
-	// an older epoch that appear after it come from a member that lost the
-	// partition: ignored.
-	epoch int64
+	// w are the identity rules (park_entry.go): which entries of the park
+	// partition are this group's own, and the fence in force, whose park
+	// offset the current owner's entries carry (epoch).
+	w parkWriters
 }
 
 // floorMark is a session's floor and the park offset of the entry (copy
@@ -81,8 +79,9 @@ type parkedRecord struct {
 	retries    int
 }
 
-func newParkSet(r parkRules) *parkSet {
-	return &parkSet{rules: r, sessions: map[string]*parkedSession{}, epoch: -1, base: time.Now()}
+// newParkSet is the parked set of a partition consumed by group.
+func newParkSet(r parkRules, group string) *parkSet {
+	return &parkSet{rules: r, sessions: map[string]*parkedSession{}, base: time.Now(), w: parkWriters{group: group}}
 }
 
 // since is t as the set keeps it: the time from its base.

@@ -78,7 +78,7 @@ func TestParkRetriesSurviveHandOver(t *testing.T) {
 func TestParkReplayAttempt(t *testing.T) {
 	rules := parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 5}
 	t0 := time.Unix(1e9, 0)
-	ps := newParkSet(rules)
+	ps := newParkSet(rules, "")
 	ps.replay(0, parkEntry{kind: parkFence}, t0)
 	ps.replay(1, parkEntry{kind: parkRecord, session: "a", src: 10, epoch: 0}, t0)
 	ps.replay(2, parkEntry{kind: parkRecord, session: "a", src: 11, epoch: 0}, t0)

@@ -99,7 +99,7 @@ func TestShouldPark(t *testing.T) {
 // ID and carries its provenance; markers carry their session and through;
 // the rebuild reads back exactly what was written.
 func TestParkEntryRoundTrip(t *testing.T) {
-	cfg := Config{Park: ParkPolicy{TopicSuffix: ".park"}}
+	cfg := Config{Group: "chat", Park: ParkPolicy{TopicSuffix: ".park"}}
 	io := &parkIO{cfg: &cfg}
 	src := &kgo.Record{Topic: "chats", Partition: 3, Offset: 77, Key: []byte("k"), Value: []byte("v"),
 		Headers: []kgo.RecordHeader{{Key: "lanes-event-id", Value: []byte("id-1")}, {Key: "traceparent", Value: []byte("tp")}}}
@@ -110,29 +110,32 @@ func TestParkEntryRoundTrip(t *testing.T) {
 	}
 	for k, want := range map[string]string{HeaderParkTopic: "chats", HeaderParkPartition: "3", HeaderParkOffset: "77",
 		HeaderParkAttempts: "4", HeaderParkFirstFailure: "2026-01-02T03:04:05.000000006Z",
-		HeaderParkNotBefore: "2026-01-02T03:04:06.000000006Z", HeaderParkReason: "dependency down", HeaderParkEpoch: "12"} {
+		HeaderParkNotBefore: "2026-01-02T03:04:06.000000006Z", HeaderParkReason: "dependency down", HeaderParkEpoch: "12", HeaderParkGroup: "chat"} {
 		if got := headerOf(cp, k); got != want {
 			t.Errorf("header %s = %q; want %q", k, got, want)
 		}
 	}
 	cp.Offset = 500
 	e, rec, err := parseEntry(cp)
-	if err != nil || e != (parkEntry{kind: parkRecord, session: "k", src: 77, epoch: 12}) {
+	if err != nil || e != (parkEntry{kind: parkRecord, session: "k", src: 77, epoch: 12, gen: -1, group: "chat"}) {
 		t.Fatalf("parse copy: %+v, %v", e, err)
 	}
 	if rec.Topic != "chats" || rec.Partition != 3 || rec.Offset != 77 || len(rec.Headers) != 2 || headerOf(rec, "lanes-event-id") != "id-1" {
 		t.Fatalf("the handler would see %+v", rec)
 	}
-	for _, kind := range []parkKind{parkDone, parkHold, parkFence} {
+	for _, kind := range []parkKind{parkDone, parkHold} {
 		e, _, err := parseEntry(io.marker(kind, "chats", 3, "k", 90, 12))
-		want := parkEntry{kind: kind, session: "k", src: 90, epoch: 12}
-		if kind == parkFence {
-			want = parkEntry{kind: parkFence, epoch: 12}
-			e.session = ""
-		}
+		want := parkEntry{kind: kind, session: "k", src: 90, epoch: 12, gen: -1, group: "chat"}
 		if err != nil || e != want {
 			t.Errorf("parse %c marker: %+v, %v; want %+v", kind, e, err, want)
 		}
+	}
+	f := io.fence("chats", 3, 7, "00ab")
+	if f.Topic != "chats.park" || f.Partition != 3 || f.Key != nil {
+		t.Fatalf("fence %s/%d key %q", f.Topic, f.Partition, f.Key)
+	}
+	if e, _, err := parseEntry(f); err != nil || e != (parkEntry{kind: parkFence, epoch: -1, gen: 7, group: "chat", topicID: "00ab"}) {
+		t.Errorf("parse fence: %+v, %v", e, err)
 	}
 	if _, _, err := parseEntry(&kgo.Record{Value: []byte("x")}); err == nil {
 		t.Error("a foreign record parsed as a park entry")
@@ -150,32 +153,40 @@ func headerOf(r *kgo.Record, k string) string {
 
 func TestParkMetadata(t *testing.T) {
 	for _, tc := range []struct {
-		meta       string
-		rest       string
-		pos, epoch int64
-		ok         bool
+		meta string
+		rest string
+		pc   parkCommit
+		ok   bool
 	}{
-		{"lanes1:AbC;park1:12,7", "lanes1:AbC", 12, 7, true},
-		{";park1:0,-1", "", 0, -1, true},
-		{"lanes1:AbC", "lanes1:AbC", -1, -1, false},
-		{"lanes1:AbC;park1:x,7", "lanes1:AbC", -1, -1, false},
-		{"member-id", "member-id", -1, -1, false},
+		{"lanes1:AbC;park2:12,7,3,00ff", "lanes1:AbC", parkCommit{12, fenceMark{7, 3}, "00ff"}, true},
+		{";park2:1,0,-1,", "", parkCommit{1, fenceMark{0, -1}, ""}, true},
+		{"lanes1:AbC", "lanes1:AbC", noParkCommit, false},
+		{"lanes1:AbC;park2:x,7,3,", "lanes1:AbC", noParkCommit, false},
+		{"lanes1:AbC;park2:12,7,3", "lanes1:AbC", noParkCommit, false},
+		{";park2:7,7,3,", "", noParkCommit, false}, // the fence in force is below the position
+		{";park1:12,7", ";park1:12,7", noParkCommit, false},
+		{"member-id", "member-id", noParkCommit, false},
 	} {
-		rest, pos, epoch, ok := splitParkMeta(tc.meta)
-		if rest != tc.rest || pos != tc.pos || epoch != tc.epoch || ok != tc.ok {
-			t.Errorf("splitParkMeta(%q) = %q %d %d %v", tc.meta, rest, pos, epoch, ok)
+		rest, pc, ok := splitParkMeta(tc.meta)
+		if rest != tc.rest || pc != tc.pc || ok != tc.ok {
+			t.Errorf("splitParkMeta(%q) = %q %+v %v", tc.meta, rest, pc, ok)
+		}
+		if ok && pc.String() != strings.TrimPrefix(tc.meta, tc.rest) {
+			t.Errorf("%+v written as %q, read from %q", pc, pc.String(), tc.meta)
 		}
 	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1})
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 9)
 	p.mu.Lock()
-	p.pk.set.replay(40, parkEntry{kind: parkFence}, time.Now())
+	p.pk.set.w.topicID = "00ab"
+	p.pk.set.replay(40, parkEntry{kind: parkFence, group: "g", gen: 9}, time.Now())
+	p.pk.set.replay(41, parkEntry{kind: parkFence, group: "g", gen: 10}, time.Now())
 	p.pk.set.add("s", 42, 5, time.Now())
 	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
 	p.mu.Unlock()
-	rest, pos, epoch, ok := splitParkMeta(meta)
-	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pos != 42 || epoch != 40 {
-		t.Fatalf("metadata %q: completed %v (%v), park position %d epoch %d", meta, rs, err, pos, epoch)
+	rest, pc, ok := splitParkMeta(meta)
+	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, fenceMark{41, 10}, "00ab"}) {
+		t.Fatalf("metadata %q: completed %v (%v), park section %+v", meta, rs, err, pc)
 	}
 }
 

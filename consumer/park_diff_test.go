@@ -49,15 +49,17 @@ func newParkDiff(seed uint64) *parkDiff {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	r := parkRules{delay: time.Duration(1+rng.IntN(5)) * time.Second, maxDelay: 20 * time.Second,
 		maxAttempts: 1 + rng.IntN(4), hold: rng.IntN(2) == 0}
-	d := &parkDiff{rng: rng, rules: r, ps: newParkSet(r), old: newOldParkSet(r), epochs: []int64{-1}}
+	d := &parkDiff{rng: rng, rules: r, ps: newParkSet(r, ""), old: newOldParkSet(r), epochs: []int64{-1}}
 	d.now = d.ps.base.Add(time.Duration(rng.IntN(10)) * time.Second)
 	if rng.IntN(4) == 0 {
 		d.now = time.Unix(1e9, 0) // long before the set's base, as the model test's clock
 	}
 	if rng.IntN(2) == 0 { // a rebuild from a committed park position
-		pos, epoch := int64(rng.IntN(5)), int64(rng.IntN(7))-1
-		d.ps.begin(pos, epoch)
-		d.old.begin(pos, epoch)
+		pos := int64(1 + rng.IntN(5))
+		epoch := int64(rng.IntN(int(pos)+1)) - 1
+		f := fenceMark{epoch, int32(rng.IntN(3))}
+		d.ps.begin(pos, f)
+		d.old.begin(pos, f)
 		d.park, d.epochs = pos, append(d.epochs, epoch)
 	}
 	for i := range 2 + rng.IntN(4) {
@@ -150,7 +152,7 @@ func (d *parkDiff) step() {
 		off := d.park
 		d.park++
 		e := parkEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkFence}[rng.IntN(4)], session: s,
-			epoch: d.epochs[rng.IntN(len(d.epochs))]}
+			epoch: d.epochs[rng.IntN(len(d.epochs))], gen: int32(rng.IntN(4))}
 		if e.kind == parkRecord {
 			e.src = d.src
 			d.src++
@@ -183,8 +185,8 @@ func (d *parkDiff) compare() string {
 	if a, b := ps.position(), old.position(); a != b {
 		return fmt.Sprintf("position %d, old %d", a, b)
 	}
-	if ps.records != old.records || ps.end != old.end || ps.epoch != old.epoch {
-		return fmt.Sprintf("records/end/epoch %d/%d/%d, old %d/%d/%d", ps.records, ps.end, ps.epoch, old.records, old.end, old.epoch)
+	if ps.records != old.records || ps.end != old.end || ps.epoch() != old.w.inForce().off {
+		return fmt.Sprintf("records/end/epoch %d/%d/%d, old %d/%d/%d", ps.records, ps.end, ps.epoch(), old.records, old.end, old.w.inForce().off)
 	}
 	if a, b := ps.counts(d.now), old.counts(d.now); a != b {
 		return fmt.Sprintf("counts %+v, old %+v", a, b)

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -34,14 +35,16 @@ type ParkedSession struct {
 // InspectParked lists the sessions parked for source topic (the park topic
 // is topic + suffix, DefaultParkTopicSuffix when "") as group's members
 // would rebuild them: each park partition is read from the group's
-// committed park position (its start when there is none) to its end. It
-// only reads. opts are passed to the franz-go clients (TLS, SASL).
+// committed park position to its end, taking only the group's own
+// entries in force (docs/parking.md, "Identity"); a partition with no
+// committed park position has nothing parked for the group. It only
+// reads. opts are passed to the franz-go clients (TLS, SASL).
 func InspectParked(ctx context.Context, brokers []string, group, topic, suffix string, opts ...kgo.Opt) ([]ParkedSession, error) {
 	if suffix == "" {
 		suffix = DefaultParkTopicSuffix
 	}
 	nop := zerolog.Nop()
-	cfg := &Config{Brokers: brokers, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait, ClientOptions: opts,
+	cfg := &Config{Brokers: brokers, Group: group, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait, ClientOptions: opts,
 		Park: ParkPolicy{TopicSuffix: suffix}}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
@@ -56,10 +59,16 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 	}
 	committed, err := adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		committed, err = nil, nil // no commits: every park partition from its start
+		committed, err = nil, nil // no commits: nothing parked for the group
 	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer: inspect parked: committed offsets of group %s: %w", group, err)
+	}
+	topicID := ""
+	if tds, err := adm.ListTopics(ctx, topic); err == nil {
+		if td := tds[topic]; td.Err == nil && td.ID != (kadm.TopicID{}) {
+			topicID = hex.EncodeToString(td.ID[:])
+		}
 	}
 	io := &parkIO{cfg: cfg}
 	var out []ParkedSession
@@ -72,19 +81,21 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 			failed = fmt.Errorf("%s/%d: %w", park, o.Partition, o.Err)
 			return
 		}
-		from, epoch := int64(-1), int64(-1)
-		if r, ok := committed.Lookup(topic, o.Partition); ok && r.Err == nil {
-			if _, pos, ep, ok := splitParkMeta(r.Metadata); ok {
-				from, epoch = pos, ep
-			}
+		from := noParkCommit
+		if r, ok := committed.Lookup(topic, o.Partition); ok && r.Err == nil && r.At >= 0 {
+			_, from, _ = splitParkMeta(r.Metadata)
 		}
-		entries, err := io.entries(ctx, park, o.Partition, from, o.Offset, func(*kgo.Record, error) {})
+		if from.pos < 0 || (from.topicID != "" && topicID != "" && from.topicID != topicID) {
+			return // nothing in the park partition is the group's
+		}
+		entries, err := io.entries(ctx, park, o.Partition, from.pos, o.Offset, func(*kgo.Record, error) {})
 		if err != nil {
 			failed = err
 			return
 		}
-		set := newParkSet(parkRules{maxAttempts: 1})
-		set.begin(max(from, 0), epoch)
+		set := newParkSet(parkRules{maxAttempts: 1}, group)
+		set.w.topicID = topicID
+		set.begin(from.pos, from.fence)
 		for _, le := range entries {
 			set.replay(le.off, le.e, le.at)
 		}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,6 +20,9 @@ const (
 	HeaderParkKind         = "lanes-park-kind"          // record, done, hold, attempt or fence
 	HeaderParkSession      = "lanes-park-session"       // the lane (session) it belongs to
 	HeaderParkEpoch        = "lanes-park-epoch"         // park offset of its writer's fence marker
+	HeaderParkGroup        = "lanes-park-group"         // the consumer group that wrote it
+	HeaderParkGeneration   = "lanes-park-generation"    // fence: the owner's generation (classic) or member epoch (KIP-848)
+	HeaderParkTopicID      = "lanes-park-topic-id"      // fence: the source topic's ID (hex), its incarnation
 	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
 	HeaderParkRetries      = "lanes-park-retries"       // attempt: failed retries of the head so far
 	HeaderParkTopic        = "lanes-park-topic"         // source topic
@@ -66,13 +70,24 @@ var errParkTopicBad = errors.New("park topic unfit")
 
 // check verifies the park topic of source: it exists, has the source's
 // partition count (park partition p belongs with source partition p), and
-// is not compacted (every parked record of a session is needed).
-func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) error {
+// is not compacted (every parked record of a session is needed). It
+// returns the source topic's ID (hex; "" when the broker gave none): its
+// incarnation, which its owners' fences name.
+func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) (string, error) {
 	park := io.topic(source)
 	tds, err := adm.ListTopics(ctx, source, park)
 	if err != nil {
-		return fmt.Errorf("describe %s and %s: %w", source, park, err)
+		return "", fmt.Errorf("describe %s and %s: %w", source, park, err)
 	}
+	id := ""
+	if sd := tds[source]; sd.Err == nil && sd.ID != (kadm.TopicID{}) {
+		id = hex.EncodeToString(sd.ID[:])
+	}
+	return id, io.checkPark(ctx, adm, source, tds)
+}
+
+func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string, tds kadm.TopicDetails) error {
+	park := io.topic(source)
 	sd, pd := tds[source], tds[park]
 	switch {
 	case pd.Err != nil || pd.Topic == "":
@@ -131,18 +146,20 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// marker is a done, hold, attempt or fence entry of park partition
-// (topic, part).
+// marker is a done, hold or attempt entry of park partition (topic,
+// part).
 func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
-	h := io.meta(kind, lane, epoch)
-	if kind != parkFence {
-		h = append(h, kgo.RecordHeader{Key: HeaderParkThrough, Value: strconv.AppendInt(nil, through, 10)})
-	}
-	var key []byte
-	if kind != parkFence {
-		key = []byte(lane)
-	}
-	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: key, Headers: h}
+	h := append(io.meta(kind, lane, epoch), kgo.RecordHeader{Key: HeaderParkThrough, Value: strconv.AppendInt(nil, through, 10)})
+	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(lane), Headers: h}
+}
+
+// fence is the fence marker of a new owner of source partition (source,
+// part): its generation gen, and the source topic's ID.
+func (io *parkIO) fence(source string, part int32, gen int32, topicID string) *kgo.Record {
+	h := append(io.meta(parkFence, "", -1),
+		kgo.RecordHeader{Key: HeaderParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
+		kgo.RecordHeader{Key: HeaderParkTopicID, Value: []byte(topicID)})
+	return &kgo.Record{Topic: io.topic(source), Partition: part, Headers: h}
 }
 
 // attempt is the attempt marker of lane's head at source offset src,
@@ -158,6 +175,7 @@ func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHead
 		{Key: HeaderParkKind, Value: []byte(parkKindNames[kind])},
 		{Key: HeaderParkSession, Value: []byte(lane)},
 		{Key: HeaderParkEpoch, Value: strconv.AppendInt(nil, epoch, 10)},
+		{Key: HeaderParkGroup, Value: []byte(io.cfg.Group)},
 	}
 }
 
@@ -168,7 +186,7 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 	var e parkEntry
 	var kind, topic string
 	var part, off, through int64 = -1, -1, -1
-	e.epoch = -1
+	e.epoch, e.gen = -1, -1
 	src := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	for _, h := range r.Headers {
 		if !strings.HasPrefix(h.Key, "lanes-park-") {
@@ -183,6 +201,14 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 			e.session = v
 		case HeaderParkEpoch:
 			e.epoch, _ = strconv.ParseInt(v, 10, 64)
+		case HeaderParkGroup:
+			e.group = v
+		case HeaderParkGeneration:
+			if g, err := strconv.ParseInt(v, 10, 32); err == nil {
+				e.gen = int32(g)
+			}
+		case HeaderParkTopicID:
+			e.topicID = v
 		case HeaderParkThrough:
 			through, _ = strconv.ParseInt(v, 10, 64)
 		case HeaderParkRetries:

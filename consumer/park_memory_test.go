@@ -24,7 +24,7 @@ func BenchmarkParkedSessionMemory(b *testing.B) {
 	var perSession, perRecord float64
 	for range b.N {
 		before := heapAlloc()
-		ps := newParkSet(parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 3})
+		ps := newParkSet(parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 3}, "")
 		now := time.Now()
 		for i, k := range keys {
 			ps.add(strings.Clone(k), int64(i), int64(i), now)

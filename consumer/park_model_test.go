@@ -27,6 +27,22 @@ import (
 // records are first handled (or dead-lettered) in source order; none is
 // lost; a record is handled again only if a crash came after its handling
 // and before that handling was durable (in a commit, or in a marker).
+//
+// The world outside the group is in the park log too (parkWriters' rules):
+// another group parking the same sessions of the same topic writes its
+// copies, markers and fences (with generations of its own) to the same
+// park partition, and so does a writer that names no group; a member that
+// lost the partition lands a fence late (its retried rebuild, with its old
+// generation), and copies and markers under it; an operator resets the
+// group's offsets (empty metadata) to the start or to an earlier offset
+// while the group is stopped; the source topic is deleted and made again
+// (new records from offset 0, the same session names, the group's
+// commits gone). The reference says what is correct after each: after a
+// reset to offset x every record from x on is handled again, in each
+// session's order, and none before x is handled; after the topic is made
+// again every record of the new topic is handled in order, as in a new
+// topic. Nothing another group or a former owner wrote changes what this
+// group handles.
 
 type pmEntry = parkEntry
 
@@ -46,6 +62,7 @@ type pmMember struct {
 	// the budget, the last of them dead-letters it. A new owner starts
 	// from the counts the attempt markers carried.
 	parkFails map[int64]int
+	gen       int32
 }
 
 type parkModel struct {
@@ -53,11 +70,28 @@ type parkModel struct {
 	rng  *rand.Rand
 	hold bool
 
+	gen     int32 // the group's generation: one more per new owner
+	topicID string
+	from    int64 // records from here on must be handled (an operator's reset: later)
+	// late is a fence of an owner that lost the partition (its rebuild,
+	// retried, racing the revoke) still in flight; lateAt the park offset
+	// where the last one landed (-1 none): a former owner's entries carry it.
+	late   *pmEntry
+	lateAt int64
+	other  []int64 // park offsets of the other group's fences
+	// unsure are this owner's markers written before any commit with a
+	// park position: a rebuild would not read them (it starts at its own
+	// fence), so they make nothing durable until such a commit.
+	unsure []pmEntry
+
 	src     []string // session of each source offset
 	idx     []int    // position of each source offset in its session
 	park    []pmEntry
 	dlq     []int64
-	commit  struct{ wm, pp, epoch int64 } // epoch -1: none
+	commit  struct {
+		wm int64
+		pc parkCommit // the park section; pos -1: none
+	}
 	cdone   map[int64]bool                // completed offsets above the committed watermark
 	events  map[int64]int                 // handled or dead-lettered, per source offset
 	handled map[string]int                // records of each session with a first event, in order
@@ -78,39 +112,129 @@ const pmAfterAttempts = 3
 
 func newParkModel(t *testing.T, seed uint64) *parkModel {
 	rng := rand.New(rand.NewPCG(seed, 19))
-	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, events: map[int64]int{},
-		handled: map[string]int{}, durable: map[int64]bool{}, repeat: map[int64]bool{}, parkAt: map[int64]int64{}, parkFails: map[int64]int{},
-		stuck: map[string]bool{}, now: time.Unix(1e9, 0)}
-	pm.commit.epoch = -1
-	sessions := 2 + rng.IntN(6)
+	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, stuck: map[string]bool{},
+		now: time.Unix(1e9, 0), topicID: "t0", lateAt: -1}
+	pm.commit.pc = noParkCommit
+	pm.source()
+	pm.rebase(0)
+	pm.restart()
+	return pm
+}
+
+// source makes the source partition's records: 20 to 80 of up to 7
+// sessions.
+func (pm *parkModel) source() {
+	sessions := 2 + pm.rng.IntN(6)
 	count := map[string]int{}
-	for range 20 + rng.IntN(60) {
-		s := fmt.Sprintf("s%d", rng.IntN(sessions))
+	pm.src, pm.idx = nil, nil
+	for range 20 + pm.rng.IntN(60) {
+		s := fmt.Sprintf("s%d", pm.rng.IntN(sessions))
 		pm.src = append(pm.src, s)
 		pm.idx = append(pm.idx, count[s])
 		count[s]++
 	}
-	pm.restart()
-	return pm
+}
+
+// rebase starts the reference again from source offset from: every record
+// from there on is to be handled (again), in order; none before it.
+func (pm *parkModel) rebase(from int64) {
+	pm.from = from
+	pm.events, pm.durable, pm.repeat = map[int64]int{}, map[int64]bool{}, map[int64]bool{}
+	pm.parkAt, pm.parkFails, pm.handled = map[int64]int64{}, map[int64]int{}, map[string]int{}
+	for o := int64(0); o < from; o++ {
+		pm.handled[pm.src[o]]++
+	}
 }
 
 func (pm *parkModel) rules() parkRules {
 	return parkRules{delay: time.Second, maxDelay: 8 * time.Second, maxAttempts: 2 + pm.rng.IntN(3), hold: pm.hold}
 }
 
+const pmGroup = "g"
+
 // restart makes a new owner from the last commit: the parked set rebuilt
-// by reading the park log from the committed park position to its end.
+// by reading the park log from the committed park position (its own fence
+// when there is none) to its end. The owner before it may still land a
+// fence, late.
 func (pm *parkModel) restart() {
-	m := &pmMember{ps: newParkSet(pm.rules()), done: map[int64]bool{}, pos: pm.commit.wm,
-		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: maps.Clone(pm.parkFails)}
-	m.ps.begin(pm.commit.pp, pm.commit.epoch)
+	if pm.m != nil && pm.rng.IntN(4) == 0 {
+		pm.late = &pmEntry{kind: parkFence, group: pmGroup, gen: pm.m.gen, topicID: pm.topicID, epoch: -1}
+	}
+	pm.gen++
+	pm.unsure = nil
+	m := &pmMember{ps: newParkSet(pm.rules(), pmGroup), done: map[int64]bool{}, pos: pm.commit.wm,
+		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: maps.Clone(pm.parkFails), gen: pm.gen}
+	m.ps.w.topicID = pm.topicID
 	pm.m = m
-	pm.write(pmEntry{kind: parkFence}) // never crashes: see write
-	for i := pm.commit.pp; i < int64(len(pm.park)); i++ {
+	fence, _ := pm.write(pmEntry{kind: parkFence, group: pmGroup, gen: m.gen, topicID: pm.topicID}) // never crashes: see write
+	start := pm.commit.pc.pos
+	if start < 0 { // nothing before the fence is the group's: no attempt marker either
+		start = fence
+		clear(pm.parkFails)
+		clear(m.parkFails)
+	}
+	m.ps.begin(start, pm.commit.pc.fence)
+	for i := start; i < fence; i++ {
 		if !m.ps.replay(i, pm.park[i], pm.now) {
-			pm.step("rebuild ignores park[%d]: epoch %d < %d", i, pm.park[i].epoch, m.ps.epoch)
+			e := pm.park[i]
+			pm.step("rebuild ignores park[%d] %c of %q epoch %d gen %d", i, e.kind, e.group, e.epoch, e.gen)
 		}
 	}
+	if !m.ps.replay(fence, pm.park[fence], pm.now) {
+		pm.fail("the new owner's own fence at park[%d] (generation %d) not taken: in force %+v", fence, m.gen, m.ps.w.inForce())
+	}
+}
+
+// foreign lands an entry another group (or a writer naming none) wrote to
+// the same park partition: any kind, for this group's sessions and
+// offsets, under the other group's fences and generations.
+func (pm *parkModel) foreign() {
+	group := "h"
+	if pm.rng.IntN(4) == 0 {
+		group = ""
+	}
+	s := pm.src[pm.rng.IntN(len(pm.src))]
+	e := pmEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkAttempt, parkFence}[pm.rng.IntN(5)], group: group,
+		session: s, src: int64(pm.rng.IntN(len(pm.src))), epoch: -1, gen: pm.gen + int32(pm.rng.IntN(20)) - 5, retries: 1 + pm.rng.IntN(3)}
+	if n := len(pm.other); n > 0 {
+		e.epoch = pm.other[pm.rng.IntN(n)]
+	}
+	if pm.rng.IntN(3) == 0 { // or under this group's fence: the epochs of two groups meet
+		e.epoch = pm.m.ps.epoch()
+	}
+	off := int64(len(pm.park))
+	if e.kind == parkFence {
+		e.session, e.topicID = "", pm.topicID
+		pm.other = append(pm.other, off)
+	}
+	pm.park = append(pm.park, e)
+	pm.step("park[%d] %c %s %d epoch %d gen %d (group %q)", off, e.kind, e.session, e.src, e.epoch, e.gen, group)
+}
+
+// stopped runs what an operator does while the group is stopped: reset
+// its offsets (empty metadata) to the start or an earlier offset, or
+// delete the source topic and make it again (the group's commits go with
+// it). The group then starts again.
+func (pm *parkModel) stopped() {
+	pm.commitNow() // a clean stop
+	if pm.rng.IntN(2) == 0 {
+		to := int64(pm.rng.IntN(int(pm.commit.wm) + 1))
+		if pm.rng.IntN(2) == 0 {
+			to = 0
+		}
+		pm.step("operator resets the offsets to %d (empty metadata)", to)
+		pm.commit.wm, pm.commit.pc = to, noParkCommit
+		pm.cdone = map[int64]bool{}
+		pm.rebase(to)
+	} else {
+		pm.topicID = fmt.Sprintf("t%d", pm.gen)
+		pm.step("source topic deleted and made again (%s)", pm.topicID)
+		pm.source()
+		pm.commit.wm, pm.commit.pc = 0, noParkCommit
+		pm.cdone = map[int64]bool{}
+		pm.rebase(0)
+	}
+	pm.restart()
 }
 
 // crash loses the member's memory; what was not durable may run again.
@@ -161,12 +285,27 @@ func (pm *parkModel) event(o int64, what string) {
 // write appends e to the park log and returns its offset; false when the
 // member crashed before it saw the acknowledgement.
 func (pm *parkModel) write(e pmEntry) (int64, bool) {
-	e.epoch = pm.m.ps.epoch
+	e.group, e.epoch = pmGroup, pm.m.ps.epoch()
+	if e.kind == parkFence {
+		e.epoch = -1
+	}
 	if o := pm.orphan; o != nil && e.kind != parkFence && pm.rng.IntN(3) == 0 {
 		pm.orphan = nil
 		pm.park = append(pm.park, *o)
-		pm.parkAt[o.src] = int64(len(pm.park) - 1)
-		pm.step("park[%d] r %s %d (a crashed member's write, landing late)", len(pm.park)-1, o.session, o.src)
+		if o.kind == parkRecord && o.src < int64(len(pm.src)) {
+			pm.parkAt[o.src] = int64(len(pm.park) - 1)
+		}
+		pm.step("park[%d] %c %s %d epoch %d (a former owner's write, landing late)", len(pm.park)-1, o.kind, o.session, o.src, o.epoch)
+	}
+	if f := pm.late; f != nil && pm.rng.IntN(3) == 0 {
+		pm.late, pm.lateAt = nil, int64(len(pm.park))
+		pm.park = append(pm.park, *f)
+		pm.step("park[%d] f gen %d (a former owner's fence, landing late)", pm.lateAt, f.gen)
+		if pm.orphan == nil && pm.rng.IntN(2) == 0 { // and it goes on writing under it
+			o := int64(pm.rng.IntN(len(pm.src)))
+			k := []parkKind{parkRecord, parkDone, parkHold}[pm.rng.IntN(3)]
+			pm.orphan = &pmEntry{kind: k, group: pmGroup, session: pm.src[o], src: o, epoch: pm.lateAt}
+		}
 	}
 	off := int64(len(pm.park))
 	pm.park = append(pm.park, e)
@@ -181,14 +320,24 @@ func (pm *parkModel) write(e pmEntry) (int64, bool) {
 		pm.crash()
 		return off, false
 	}
-	if e.kind != parkRecord { // a marker makes the session's events through it durable
-		for o := range pm.src {
-			if pm.src[o] == e.session && int64(o) <= e.src && pm.events[int64(o)] > 0 {
-				pm.durable[int64(o)] = true
-			}
+	if e.kind != parkRecord { // a marker makes the session's events through it durable...
+		if pm.commit.pc.pos < 0 { // ...once a commit says where the group's entries start
+			pm.unsure = append(pm.unsure, e)
+		} else {
+			pm.marked(e)
 		}
 	}
 	return off, true
+}
+
+// marked makes the events of e's session through e's source offset
+// durable: a rebuild reads marker e.
+func (pm *parkModel) marked(e pmEntry) {
+	for o := range pm.src {
+		if pm.src[o] == e.session && int64(o) <= e.src && pm.events[int64(o)] > 0 {
+			pm.durable[int64(o)] = true
+		}
+	}
 }
 
 // failing says whether an attempt of s fails now.
@@ -356,7 +505,9 @@ func (pm *parkModel) commitNow() {
 	for wm < m.pos && m.done[wm] {
 		wm++
 	}
-	pm.commit.wm, pm.commit.pp, pm.commit.epoch = wm, m.ps.position(), m.ps.epoch
+	pos := m.ps.position()
+	m.ps.w.forgetBefore(pos)
+	pm.commit.wm, pm.commit.pc = wm, parkCommit{pos: pos, fence: m.ps.w.at(pos), topicID: pm.topicID}
 	cdone := map[int64]bool{}
 	for o := wm; o < int64(len(pm.src)); o++ {
 		if m.done[o] || (o >= m.pos && pm.cdone[o]) { // not yet fetched: still completed
@@ -364,14 +515,18 @@ func (pm *parkModel) commitNow() {
 		}
 	}
 	pm.cdone = cdone
-	pm.step("commit wm %d pp %d", wm, pm.commit.pp)
+	pm.step("commit wm %d pp %d in force %+v", wm, pos, pm.commit.pc.fence)
+	for _, e := range pm.unsure {
+		pm.marked(e)
+	}
+	pm.unsure = nil
 	for o := range pm.src {
 		o := int64(o)
 		if pm.events[o] == 0 {
 			continue
 		}
 		last, parked := pm.parkAt[o]
-		if (o < wm || pm.cdone[o]) && (!parked || last < pm.commit.pp) {
+		if (o < wm || pm.cdone[o]) && (!parked || last < pos) {
 			pm.durable[o] = true
 		}
 	}
@@ -379,6 +534,14 @@ func (pm *parkModel) commitNow() {
 }
 
 func (pm *parkModel) randomStep() {
+	switch {
+	case pm.rng.IntN(200) == 0:
+		pm.stopped()
+		return
+	case pm.rng.IntN(25) == 0:
+		pm.foreign()
+		return
+	}
 	m := pm.m
 	switch r := pm.rng.IntN(100); {
 	case r < 30:
@@ -473,7 +636,7 @@ func TestParkModel(t *testing.T) {
 			pm.randomStep()
 		}
 		pm.finish()
-		for o := range pm.src {
+		for o := int(pm.from); o < len(pm.src); o++ {
 			if pm.events[int64(o)] == 0 {
 				pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
 			}

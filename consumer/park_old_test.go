@@ -21,12 +21,10 @@ type oldParkSet struct {
 	// position stays at or below it.
 	floor map[string]floorMark
 	end   int64 // one past the highest park offset seen; 0 before any
-	// epoch is the park offset of the latest fence marker: the one the
-	// current owner wrote when it took the partition (from the commit
-	// metadata, then from the rebuild's reading). Entries written under
-	// an older epoch that appear after it come from a member that lost the
-	// partition: ignored.
-	epoch int64
+	// w are the identity rules, shared with the parked set (the
+	// differential test compares the sessions' bookkeeping; the park model
+	// test puts the identity rules to the test).
+	w parkWriters
 }
 
 // oldParkedSession is one parked session: its parked records in source order,
@@ -50,7 +48,7 @@ type oldParkedRecord struct {
 }
 
 func newOldParkSet(r parkRules) *oldParkSet {
-	return &oldParkSet{rules: r, sessions: map[string]*oldParkedSession{}, floor: map[string]floorMark{}, epoch: -1}
+	return &oldParkSet{rules: r, sessions: map[string]*oldParkedSession{}, floor: map[string]floorMark{}}
 }
 
 // isParked reports whether session s is parked: its next record is to be
@@ -232,15 +230,11 @@ func (ps *oldParkSet) release(s string, now time.Time) bool {
 // write that landed after the partition moved on): ignored.
 func (ps *oldParkSet) replay(off int64, e parkEntry, now time.Time) bool {
 	ps.end = max(ps.end, off+1)
-	if e.kind == parkFence {
-		ps.epoch = max(ps.epoch, off)
-		return true
-	}
-	if e.epoch < ps.epoch {
+	if !ps.w.admit(off, e) {
 		return false
 	}
-	ps.epoch = e.epoch
 	switch e.kind {
+	case parkFence:
 	case parkRecord:
 		ps.add(e.session, off, e.src, now)
 	case parkDone:
@@ -253,13 +247,12 @@ func (ps *oldParkSet) replay(off int64, e parkEntry, now time.Time) bool {
 	return true
 }
 
-// begin starts a rebuild at the committed park position pos, committed
-// with the committing owner's epoch: a fence marker below pos is not read
-// again, so its epoch applies from the start; one at or above it is read.
-func (ps *oldParkSet) begin(pos, epoch int64) {
+// begin starts a rebuild at the committed park position pos, with the
+// fence in force there.
+func (ps *oldParkSet) begin(pos int64, f fenceMark) {
 	ps.end = max(ps.end, pos)
-	if epoch < pos {
-		ps.epoch = max(ps.epoch, epoch)
+	if f.off >= 0 {
+		ps.w.fences = append(ps.w.fences[:0], f)
 	}
 }
 

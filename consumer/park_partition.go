@@ -13,12 +13,20 @@ import (
 // record of the source partition's tracker.
 const parkSeq = ^uint64(0)
 
-// partPark is a partition's parking state: its parked set, and the park
-// position and epoch its group commit held when it was assigned.
+// partPark is a partition's parking state: its parked set, who this
+// owner is, and the park section its group's commit held when it was
+// assigned.
 type partPark struct {
-	set         *parkSet
-	fromPos     int64     // committed park position; -1 none
-	fromEpoch   int64     // committed epoch; -1 none
+	set *parkSet
+	gen int32 // this owner's generation when assigned: its fence carries it
+	// from is the committed park section; from.pos -1: none (nothing in
+	// the park partition before this owner's fence is the group's).
+	from parkCommit
+	// unread: the group's committed offsets could not be read at
+	// assignment; the rebuild reads them first, and nothing of the
+	// partition is committed meanwhile (a commit would drop the park
+	// position).
+	unread      bool
 	unavailable error     // the rebuild failed: nothing of the partition starts
 	retryAt     time.Time // when the park loop tries the rebuild again
 	retries     int       // rebuilds failed in a row
@@ -48,57 +56,106 @@ func (p *partition) parkAhead() *readAhead {
 }
 
 // Commit metadata: lanes' completed offsets (metadata.go), then the park
-// section: ";park1:<position>,<epoch>".
-const parkMetaSep = ";park1:"
+// section: ";park2:<position>,<fence>,<generation>,<topic ID>", the park
+// position and the fence in force there (park offset and generation), and
+// the source topic's ID ("" unknown).
+const parkMetaSep = ";park2:"
+
+// parkCommit is the park section of a commit.
+type parkCommit struct {
+	pos     int64
+	fence   fenceMark
+	topicID string
+}
+
+var noParkCommit = parkCommit{pos: -1, fence: fenceMark{-1, -1}}
+
+func (pc parkCommit) String() string {
+	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.off, 10) + "," +
+		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.topicID
+}
 
 // parkMetaRoom is what the park section may take of the commit metadata.
-func parkMetaRoom(pk *partPark) int {
-	if pk == nil {
+const parkMetaRoom = len(parkMetaSep) + 3*20 + 3 + 32
+
+// parkRoomLocked is the room p's commits keep for a park section. p.mu
+// held.
+func (p *partition) parkRoomLocked() int {
+	if p.pk == nil && p.parkKept == "" {
 		return 0
 	}
-	return len(parkMetaSep) + 2*20 + 1
+	return parkMetaRoom
 }
 
-// splitParkMeta separates the park section from commit metadata.
-func splitParkMeta(meta string) (rest string, pos, epoch int64, ok bool) {
+// splitParkMeta separates the park section from commit metadata; ok is
+// false when there is none (or it is not one this version reads).
+func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 	rest, park, found := strings.Cut(meta, parkMetaSep)
 	if !found {
-		return meta, -1, -1, false
+		return meta, noParkCommit, false
 	}
-	a, b, found := strings.Cut(park, ",")
-	pos, err1 := strconv.ParseInt(a, 10, 64)
-	epoch, err2 := strconv.ParseInt(b, 10, 64)
-	if !found || err1 != nil || err2 != nil || pos < 0 {
-		return rest, -1, -1, false
+	f := strings.Split(park, ",")
+	if len(f) != 4 {
+		return rest, noParkCommit, false
 	}
-	return rest, pos, epoch, true
+	pos, err1 := strconv.ParseInt(f[0], 10, 64)
+	off, err2 := strconv.ParseInt(f[1], 10, 64)
+	gen, err3 := strconv.ParseInt(f[2], 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil || pos < 0 || off >= pos {
+		return rest, noParkCommit, false
+	}
+	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen)}, topicID: f[3]}, true
 }
 
-// enablePark gives p its parked set; called at assignment.
-func (p *partition) enablePark(r parkRules) {
+// enablePark gives p its parked set, for group, whose generation was gen
+// when p was assigned; called at assignment. Its committed park section
+// is unread until parkCommitted.
+func (p *partition) enablePark(r parkRules, group string, gen int32) {
 	p.mu.Lock()
-	p.pk = &partPark{set: newParkSet(r), fromPos: -1, fromEpoch: -1}
+	p.pk = &partPark{set: newParkSet(r, group), gen: gen, from: noParkCommit, unread: true}
 	p.mu.Unlock()
 }
 
-// parkCommitted records the park section of the group's commit metadata.
-func (p *partition) parkCommitted(meta string) {
-	if _, pos, epoch, ok := splitParkMeta(meta); ok {
-		p.mu.Lock()
-		p.pk.fromPos, p.pk.fromEpoch = pos, epoch
-		p.mu.Unlock()
+// parkCommitted records the park section of the group's commit metadata
+// (meta "": no commit). With parking off, a section found is kept in
+// p's commits, and reported true: what was parked stays where it is.
+func (p *partition) parkCommitted(meta string) (kept bool) {
+	_, pc, ok := splitParkMeta(meta)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pk == nil {
+		if ok {
+			p.parkKept = pc.String()
+		}
+		return ok
 	}
+	p.pk.from, p.pk.unread = pc, false
+	return false
 }
 
 // parkMetaLocked appends the park section to meta, for a commit at
-// watermark wm. p.mu held.
+// watermark wm. A partition whose parked set is not rebuilt commits the
+// section it found; one without parking, a section kept. p.mu held.
 func (p *partition) parkMetaLocked(meta string, wm int64) string {
-	if p.pk == nil || p.pk.unavailable != nil {
-		return meta
+	switch {
+	case p.pk == nil:
+		return meta + p.parkKept
+	case p.pk.unavailable != nil:
+		if p.pk.from.pos < 0 {
+			return meta
+		}
+		return meta + p.pk.from.String()
 	}
-	p.pk.set.forgetBelow(wm)
-	return meta + parkMetaSep + strconv.FormatInt(p.pk.set.position(), 10) + "," + strconv.FormatInt(p.pk.set.epoch, 10)
+	set := p.pk.set
+	set.forgetBelow(wm)
+	pos := set.position()
+	set.w.forgetBefore(pos)
+	return meta + parkCommit{pos: pos, fence: set.w.at(pos), topicID: set.w.topicID}.String()
 }
+
+// parkUnreadLocked reports whether p's committed park section is unknown:
+// a commit now would drop it. p.mu held.
+func (p *partition) parkUnreadLocked() bool { return p.pk != nil && p.pk.unread }
 
 // parkCheck tells what a source record of lane at offset off is: done
 // before (seen: done at once), or of a parked session (forwarded).
@@ -177,7 +234,7 @@ func (p *partition) parkMarked(kind parkKind, lane string, through, parkOff int6
 func (p *partition) parkEpoch() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk.set.epoch
+	return p.pk.set.epoch()
 }
 
 // startExtra counts a parked record's retry as running work of the

@@ -78,6 +78,10 @@ type partition struct {
 	commitFrom time.Time // when its commits started failing
 
 	pk *partPark // parking (park_partition.go); nil when off
+	// parkKept is the park section of the group's commit found with
+	// parking off: kept in every commit, so that turning parking on again
+	// finds what was parked (park_partition.go).
+	parkKept string
 }
 
 // dlqFail is a record whose dead-letter copy could not be written.
@@ -312,13 +316,13 @@ type commitPoint struct {
 func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.released {
+	if p.released || p.parkUnreadLocked() {
 		return commitPoint{}, false
 	}
 	if p.tr.version != p.committedVersion {
 		cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
 		if metaMax > 0 {
-			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax-parkMetaRoom(p.pk))
+			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax-p.parkRoomLocked())
 		}
 		cp.meta = p.parkMetaLocked(cp.meta, cp.offset)
 		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {

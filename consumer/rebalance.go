@@ -20,7 +20,8 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
 	if _, stopping := c.stop.beganAt(); !stopping { // partitions assigned during a shutdown start fenced: nothing to read
-		c.enablePark(parts)
+		_, gen := cl.GroupMetadata()
+		c.enablePark(parts, gen)
 		c.loadCommitted(ctx, cl, parts)
 		c.rebuildParks(ctx, cl, parts)
 	}
@@ -56,11 +57,13 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 				Msg("assign: cannot read the committed offset; its position is committed once records arrive")
 			continue
 		case !ok || r.At < 0:
+			p.parkCommitted("") // read: none
 			fresh = append(fresh, p)
 			continue
 		}
-		if p.pk != nil {
-			p.parkCommitted(r.Metadata)
+		if p.parkCommitted(r.Metadata) {
+			c.log().Warn().Str("topic", t).Int32("partition", id).Str("group", c.cfg.Group).
+				Msg("assign: parking is off, but the group's commit holds a park position: records parked when it was on stay in the park topic, not handled, while their sessions' later records are; the position is kept in this member's commits so that turning parking on again retries them. List them with lanes park inspect")
 		}
 		c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
 			Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")
@@ -106,7 +109,7 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 // metadata, reporting false (with a warning for anything but empty
 // metadata) when they cannot be trusted or are turned off.
 func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]offRange, bool) {
-	r.Metadata, _, _, _ = splitParkMeta(r.Metadata)
+	r.Metadata, _, _ = splitParkMeta(r.Metadata)
 	if c.cfg.DisableCompletedOffsets || r.Metadata == "" {
 		return nil, false
 	}
