@@ -72,14 +72,15 @@ func (c *cluster) topics(t *testing.T, partitions int) (topic, dlq string) {
 }
 
 // produce sends per messages for each session through the lanes producer,
-// interleaved, value "session|seq", event ID from (session, seq).
-func (c *cluster) produce(t *testing.T, topic string, sessions []string, per int, l *lanestest.Ledger) {
+// interleaved, value "session|seq", event ID from (session, seq); each
+// ledger records the acknowledgements (one per group that consumes them).
+func (c *cluster) produce(t *testing.T, topic string, sessions []string, per int, ls ...*lanestest.Ledger) {
 	t.Helper()
-	c.produceRange(t, topic, sessions, 0, per, l)
+	c.produceRange(t, topic, sessions, 0, per, ls...)
 }
 
 // produceRange is produce for seqs [from, to).
-func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, from, to int, l *lanestest.Ledger) {
+func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, from, to int, ls ...*lanestest.Ledger) {
 	t.Helper()
 	p, err := producer.New(producer.Config{Brokers: c.brokers, Topic: topic, DeliveryTimeout: 2 * time.Minute, ClientOptions: c.Opts()})
 	if err != nil {
@@ -90,12 +91,16 @@ func (c *cluster) produceRange(t *testing.T, topic string, sessions []string, fr
 	var firstErr atomic.Value
 	for seq := from; seq < to; seq++ {
 		for _, s := range sessions {
-			l.SendAsync(context.Background(), p, s, seq, []byte(s+"|"+strconv.Itoa(seq)), func(err error) {
+			p.SendAsync(context.Background(), s, []byte(s+"|"+strconv.Itoa(seq)), func(res producer.Result, err error) {
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
+					return
 				}
-			})
+				for _, l := range ls {
+					l.Acked(s, seq, res.EventID)
+				}
+			}, producer.WithSequence(uint64(seq)))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
