@@ -106,7 +106,7 @@ func TestBadArgs(t *testing.T) {
 		{dlq("inspect", "extra"), `unexpected argument "extra"`},
 		{dlq("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
 		{dlq("replay", "--limit", "3"), "flag provided but not defined: -limit"},
-		{dlq("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled`},
+		{dlq("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled, park-exhausted, park-lost`},
 		{dlq("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{[]string{"version", "x"}, `unexpected argument "x"`},
 	} {
