@@ -303,12 +303,12 @@ func (t *topicRun) checkPark(r *TopicResult, info topicInfo, source int32) {
 	switch {
 	case source == 0 || info.partitions == source:
 	case info.partitions < source:
-		wrong = append(wrong, fmt.Sprintf("has %d partitions, %s has %d: they must be equal (park partition p holds what is parked from partition p); "+
-			"add partitions: kafka-topics.sh --alter --topic %s --partitions %d", info.partitions, r.Source, source, r.Topic, source))
+		wrong = append(wrong, fmt.Sprintf("has %s, %s has %d: they must be equal (park partition p holds what is parked from partition p); "+
+			"add partitions: kafka-topics.sh --alter --topic %s --partitions %d", partitionsText(info.partitions), r.Source, source, r.Topic, source))
 	default:
-		wrong = append(wrong, fmt.Sprintf("has %d partitions, %s has %d: they must be equal (park partition p holds what is parked from partition p); "+
+		wrong = append(wrong, fmt.Sprintf("has %s, %s has %d: they must be equal (park partition p holds what is parked from partition p); "+
 			"partitions cannot be removed: once no session is parked (lanes park inspect), delete %s and run lanes topics create again",
-			info.partitions, r.Source, source, r.Topic))
+			partitionsText(info.partitions), r.Source, source, r.Topic))
 	}
 	if strings.Contains(info.policy, "compact") {
 		wrong = append(wrong, fmt.Sprintf("compacted (cleanup.policy=%s): compaction deletes parked records; %s", info.policy, setDelete(r.Topic)))

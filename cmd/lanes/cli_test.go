@@ -11,7 +11,8 @@ import (
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"help"}, {"demo", "-h"}, {"bench", "-h"}, {"broker", "-h"}, {"dlq", "-h"},
-		{"dlq", "inspect", "-h"}, {"dlq", "replay", "--help"}, {"park", "-h"}, {"park", "inspect", "-h"}, {"version", "-h"},
+		{"dlq", "inspect", "-h"}, {"dlq", "replay", "--help"}, {"park", "-h"}, {"park", "inspect", "-h"},
+		{"topics", "-h"}, {"topics", "create", "-h"}, {"topics", "check", "--help"}, {"version", "-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
