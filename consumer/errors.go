@@ -27,6 +27,7 @@ var (
 	// message names the brokers and the last dial error.
 	ErrUnreachable = errors.New("consumer: cannot reach brokers")
 	// ErrTopicMissing is wrapped by Ping's error when a consumed topic or
-	// the dead-letter topic does not exist; the message names them.
+	// the dead-letter topic does not exist, and by the error of a topic
+	// CreateTopics or CheckTopics found missing; the message names them.
 	ErrTopicMissing = errors.New("consumer: topic missing")
 )

@@ -11,7 +11,8 @@ import (
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"help"}, {"demo", "-h"}, {"bench", "-h"}, {"broker", "-h"}, {"dlq", "-h"},
-		{"dlq", "inspect", "-h"}, {"dlq", "replay", "--help"}, {"park", "-h"}, {"park", "inspect", "-h"}, {"version", "-h"},
+		{"dlq", "inspect", "-h"}, {"dlq", "replay", "--help"}, {"park", "-h"}, {"park", "inspect", "-h"},
+		{"topics", "-h"}, {"topics", "create", "-h"}, {"topics", "check", "--help"}, {"version", "-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -106,7 +107,7 @@ func TestBadArgs(t *testing.T) {
 		{dlq("inspect", "extra"), `unexpected argument "extra"`},
 		{dlq("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
 		{dlq("replay", "--limit", "3"), "flag provided but not defined: -limit"},
-		{dlq("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled`},
+		{dlq("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled, park-exhausted, park-lost`},
 		{dlq("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{[]string{"version", "x"}, `unexpected argument "x"`},
 	} {

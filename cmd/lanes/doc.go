@@ -13,14 +13,17 @@
 //	              --json, --plots DIR and --docs FILE
 //	lanes broker  an embedded Kafka-compatible broker (kfake) on a port
 //	lanes dlq     inspect or replay dead-lettered records
+//	lanes park    inspect parked sessions
+//	lanes topics  create or check the dead-letter and park topics a
+//	              consumer needs
 //	lanes version the lanes version and the Go version that built it
 //
-// Every command runs on an embedded broker unless given --brokers (dlq
-// needs --brokers).
+// Every command runs on an embedded broker unless given --brokers (dlq,
+// park and topics need --brokers).
 //
 // Each command's code is in one folder with its tests: internal/bench,
 // internal/demo (which runs its paced phase through bench) and
-// internal/dlq; internal/cli holds what they share (the TLS and SASL flags).
+// internal/dlq, internal/park and internal/topics; internal/cli holds what they share (the TLS and SASL flags).
 // This package is the dispatcher (main.go), lanes broker (broker.go) and
 // lanes version (version.go).
 package main

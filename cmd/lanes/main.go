@@ -14,6 +14,7 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/demo"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/park"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/topics"
 )
 
 const usage = `lanes: per-session ordered Kafka pipelines
@@ -25,6 +26,7 @@ Usage:
   lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
   lanes version          print the lanes version and the Go version that built it
   lanes park inspect [flags]         list parked sessions (docs/parking.md)
+  lanes topics create|check [flags]  create or check a consumer's dead-letter and park topics
 
 Run "lanes <command> -h" for a command's flags.
 `
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dlq.Run(ctx, args[1:], stdout, stderr)
 	case "park":
 		return park.Run(ctx, args[1:], stdout, stderr)
+	case "topics":
+		return topics.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout)
 	case "-h", "--help", "help":

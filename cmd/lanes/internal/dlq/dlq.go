@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,9 +32,16 @@ Run "lanes dlq inspect -h" or "lanes dlq replay -h" for a command's flags.
 // DefaultTimeout bounds a dlq command's talk with the brokers (--timeout).
 const DefaultTimeout = time.Minute
 
-// dlqReasons are the values of the lanes-dlq-reason header (--reason).
-var dlqReasons = []string{string(consumer.ReasonPermanent), string(consumer.ReasonDecode), string(consumer.ReasonRetriesExhausted),
-	string(consumer.ReasonTimeout), string(consumer.ReasonStalled)}
+// reasonList is every value of the lanes-dlq-reason header the consumer
+// writes (--reason), from consumer.Reasons, so it cannot drift from them.
+func reasonList() string {
+	rs := consumer.Reasons()
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
 
 // dlqFlags are the flags both dlq commands take.
 type dlqFlags struct {
@@ -145,7 +151,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f dlqFlags
 	f.register(fs)
 	to := fs.String("to", "", "send to this topic instead of each record's source topic")
-	reason := fs.String("reason", "", "only records with this lanes-dlq-reason: "+strings.Join(dlqReasons, ", "))
+	reason := fs.String("reason", "", "only records with this lanes-dlq-reason: "+reasonList())
 	dry := fs.Bool("dry-run", false, "check the target topics exist and print what would be sent; send nothing")
 	if err := parseDLQ(fs, args); err != nil {
 		return err
@@ -154,8 +160,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if *reason != "" && !slices.Contains(dlqReasons, *reason) {
-		return fmt.Errorf("--reason %q: want one of %s", *reason, strings.Join(dlqReasons, ", "))
+	if *reason != "" && !consumer.Reason(*reason).Valid() {
+		return fmt.Errorf("--reason %q: want one of %s", *reason, reasonList())
 	}
 	recs, err := readDLQ(ctx, f, opts)
 	if err != nil {

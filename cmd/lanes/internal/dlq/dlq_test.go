@@ -3,7 +3,9 @@ package dlq
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,7 +205,7 @@ func TestBadFlags(t *testing.T) {
 		{b("replay", "extra"), `unexpected argument "extra"`},
 		{b("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
 		{b("replay", "--limit", "3"), "flag provided but not defined: -limit"},
-		{b("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled`},
+		{b("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled, park-exhausted, park-lost`},
 		{b("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{b("inspect", "--tls-cert", "c.pem"), "--tls-key: missing"},
 		{b("inspect", "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "u"), "--sasl-password: missing"},
@@ -220,5 +222,43 @@ func TestBadFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayEveryReason: replay --reason accepts every reason the consumer
+// writes (consumer.Reasons, so the park ones too) and picks exactly the
+// records dead-lettered for it.
+func TestReplayEveryReason(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "chat", "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	reasons := consumer.Reasons()
+	for _, r := range []consumer.Reason{consumer.ReasonParkExhausted, consumer.ReasonParkLost} {
+		if !slices.Contains(reasons, r) {
+			t.Errorf("consumer.Reasons() lacks %s", r)
+		}
+	}
+	for i, r := range reasons {
+		rec := &kgo.Record{Topic: "chat-dlq", Key: []byte(fmt.Sprint("chat-", i)), Headers: []kgo.RecordHeader{
+			{Key: consumer.HeaderDLQTopic, Value: []byte("chat")}, {Key: consumer.HeaderDLQReason, Value: []byte(r)}}}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range reasons {
+		var out bytes.Buffer
+		err := Run(ctx, []string{"replay", "--dry-run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--topic", "chat-dlq",
+			"--reason", string(r)}, &out, &out)
+		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("key=\"chat-%d\"", i)) || !strings.Contains(out.String(), "1 records would be replayed") {
+			t.Errorf("replay --reason %s: %v\n%s", r, err, out.String())
+		}
 	}
 }

@@ -1,0 +1,228 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TopicKind is what a topic is to a consumer ([CreateTopics],
+// [CheckTopics]).
+type TopicKind string
+
+const (
+	// TopicConsumed is one of Config.Topics.
+	TopicConsumed TopicKind = "consumed"
+	// TopicDeadLetter is Config.DeadLetterTopic.
+	TopicDeadLetter TopicKind = "dead-letter"
+	// TopicPark is the park topic of a consumed topic (Config.Park).
+	TopicPark TopicKind = "park"
+)
+
+// TopicState is what [CreateTopics] or [CheckTopics] found, or did, for a
+// topic.
+type TopicState string
+
+const (
+	// TopicOK: it exists and fits its use.
+	TopicOK TopicState = "ok"
+	// TopicCreated: CreateTopics created it.
+	TopicCreated TopicState = "created"
+	// TopicWouldCreate: it is missing and, with TopicsDryRun, the brokers
+	// accepted its creation as valid without creating it.
+	TopicWouldCreate TopicState = "would create"
+	// TopicMissing: it does not exist and was not created; Err says why
+	// and what to do.
+	TopicMissing TopicState = "missing"
+	// TopicWrong: it exists but does not fit its use; Err says what is
+	// wrong and how to fix it.
+	TopicWrong TopicState = "wrong"
+)
+
+// ErrTopicUnfit is wrapped by the error of a topic that exists but does not
+// fit its use (TopicWrong): a park topic whose partition count is not its
+// source's, a compacted park or dead-letter topic.
+var ErrTopicUnfit = errors.New("consumer: topic unfit")
+
+// TopicResult is one topic as [CreateTopics] or [CheckTopics] left it.
+type TopicResult struct {
+	Topic string
+	Kind  TopicKind
+	// Source is the consumed topic a park topic belongs with; "" for the
+	// others.
+	Source string
+	State  TopicState
+	// Partitions is its partition count: what it has, or was (would be)
+	// created with; -1 for the brokers' default (num.partitions), 0 when
+	// unknown (missing).
+	Partitions int32
+	// ReplicationFactor is its number of replicas, as it has them or was
+	// created with; -1 for the brokers' default
+	// (default.replication.factor), 0 when unknown.
+	ReplicationFactor int16
+	// CleanupPolicy is the cleanup.policy of a dead-letter or park topic,
+	// as read back or set; "" for a consumed topic.
+	CleanupPolicy string
+	// Err, for a missing or wrong topic, names the topic, says what is
+	// wrong and how to fix it; it wraps ErrTopicMissing or ErrTopicUnfit.
+	Err error
+}
+
+// String is the result on one line: its state, then what it is and its
+// partitions, replicas and policy, or what is wrong with it.
+func (r TopicResult) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("%-12s %v", r.State, r.Err)
+	}
+	parts := []string{partitionsText(r.Partitions)}
+	switch {
+	case r.ReplicationFactor < 0:
+		parts = append(parts, "the brokers' default replication factor")
+	case r.ReplicationFactor > 0:
+		parts = append(parts, fmt.Sprintf("replication factor %d", r.ReplicationFactor))
+	}
+	if r.CleanupPolicy != "" {
+		parts = append(parts, "cleanup.policy="+r.CleanupPolicy)
+	}
+	return fmt.Sprintf("%-12s %s: %s", r.State, r.label(), strings.Join(parts, ", "))
+}
+
+// label names the topic with its kind: "park topic chat.park (of chat)".
+func (r TopicResult) label() string {
+	switch r.Kind {
+	case TopicPark:
+		return fmt.Sprintf("park topic %s (of %s)", r.Topic, r.Source)
+	case TopicDeadLetter:
+		return "dead-letter topic " + r.Topic
+	}
+	return "consumed topic " + r.Topic
+}
+
+// partitionsText is "1 partition", "6 partitions", or for -1 the brokers'
+// default.
+func partitionsText(n int32) string {
+	switch {
+	case n < 0:
+		return "the brokers' default partition count"
+	case n == 1:
+		return "1 partition"
+	}
+	return fmt.Sprintf("%d partitions", n)
+}
+
+// topicError is a TopicResult's Err: its own message, wrapping a sentinel.
+type topicError struct {
+	kind error // ErrTopicMissing or ErrTopicUnfit
+	msg  string
+}
+
+func (e *topicError) Error() string { return e.msg }
+func (e *topicError) Unwrap() error { return e.kind }
+
+// TopicOption adjusts [CreateTopics] and [CheckTopics].
+type TopicOption func(*topicOptions)
+
+type topicOptions struct {
+	replication   int16 // -1: the brokers' default
+	dlqPartitions int32 // 0: the most partitions of a consumed topic
+	consumed      int32 // 0: do not create consumed topics
+	dryRun        bool
+	err           error
+}
+
+func (o *topicOptions) bad(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+}
+
+// TopicsReplicationFactor creates topics with n replicas of each
+// partition. Default: -1, the brokers' default.replication.factor.
+func TopicsReplicationFactor(n int16) TopicOption {
+	return func(o *topicOptions) {
+		if n == 0 || n < -1 {
+			o.bad("TopicsReplicationFactor: %d: want 1 or more, or -1 for the brokers' default", n)
+		}
+		o.replication = n
+	}
+}
+
+// TopicsDeadLetterPartitions creates the dead-letter topic with n
+// partitions. Default: as many as the consumed topic with the most, or the
+// brokers' num.partitions when no consumed topic exists. The dead-letter
+// topic takes the dead letters of every consumed topic, each keyed as its
+// record was (so a session's dead letters stay in order in one
+// partition); as many partitions as the widest source lets whatever reads
+// it back spread as wide as the consumer does. Choose the count once:
+// adding partitions later moves keys to other partitions.
+func TopicsDeadLetterPartitions(n int32) TopicOption {
+	return func(o *topicOptions) {
+		if n <= 0 {
+			o.bad("TopicsDeadLetterPartitions: %d: want 1 or more", n)
+		}
+		o.dlqPartitions = n
+	}
+}
+
+// TopicsCreateConsumed makes CreateTopics create a missing consumed topic
+// with the given partitions (and the brokers' default policy). Default: a
+// consumed topic is never created, only reported missing: its partition
+// count caps the group's members and its keys' partitions, a decision
+// better made on purpose.
+func TopicsCreateConsumed(partitions int32) TopicOption {
+	return func(o *topicOptions) {
+		if partitions <= 0 {
+			o.bad("TopicsCreateConsumed: %d partitions: want 1 or more", partitions)
+		}
+		o.consumed = partitions
+	}
+}
+
+// TopicsDryRun makes CreateTopics create nothing: the brokers only validate
+// each creation (the request's ValidateOnly), and a topic that would be
+// created is TopicWouldCreate.
+func TopicsDryRun() TopicOption {
+	return func(o *topicOptions) { o.dryRun = true }
+}
+
+// CreateTopics creates the topics a consumer with cfg needs and checks
+// those that exist, as [New] would run it (cfg is validated like New does;
+// a bad one is an ErrConfig error). It connects with cfg.Brokers and
+// cfg.ClientOptions (TLS, SASL). Running it again changes nothing that is
+// right: it is idempotent, and safe to run at every deploy.
+//
+//   - Each consumed topic (Config.Topics) must exist: it is not created
+//     unless TopicsCreateConsumed is given.
+//   - The dead-letter topic (Config.DeadLetterTopic, when set) is created
+//     with cleanup.policy=delete and, unless TopicsDeadLetterPartitions
+//     says otherwise, the partition count of the largest consumed topic;
+//     an existing one must not be compacted (compaction would keep only
+//     the last dead letter of each key).
+//   - With Config.Park.Enabled, the park topic of each consumed topic (the
+//     topic plus Park.TopicSuffix) is created with its source's partition
+//     count and cleanup.policy=delete; an existing one must have its
+//     source's partition count and not be compacted (docs/parking.md).
+//
+// Topics are created with the brokers' default replication factor unless
+// TopicsReplicationFactor is given, and their default retention: keep a
+// park topic's longer than a session may stay parked plus the longest
+// outage of the group (docs/parking.md).
+//
+// It returns one result per topic: the consumed topics in Config order,
+// then the dead-letter topic, then the park topics. The error is nil when
+// every topic exists (or was created) and fits; otherwise it joins the
+// errors of the results that are missing or wrong (each wraps
+// ErrTopicMissing or ErrTopicUnfit and names its topic and the fix). When
+// the brokers cannot be asked, it is that error, with no results.
+func CreateTopics(ctx context.Context, cfg Config, opts ...TopicOption) ([]TopicResult, error) {
+	return ensureTopics(ctx, cfg, true, opts)
+}
+
+// CheckTopics checks the topics [CreateTopics] would create, creating
+// nothing: a topic CreateTopics would create is TopicMissing. It only
+// reads. Of the options, only TopicsDeadLetterPartitions matters (the
+// count its advice names).
+func CheckTopics(ctx context.Context, cfg Config, opts ...TopicOption) ([]TopicResult, error) {
+	return ensureTopics(ctx, cfg, false, opts)
+}
