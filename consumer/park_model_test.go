@@ -84,17 +84,17 @@ type parkModel struct {
 	// fence), so they make nothing durable until such a commit.
 	unsure []pmEntry
 
-	src     []string // session of each source offset
-	idx     []int    // position of each source offset in its session
-	park    []pmEntry
-	dlq     []int64
-	commit  struct {
+	src    []string // session of each source offset
+	idx    []int    // position of each source offset in its session
+	park   []pmEntry
+	dlq    []int64
+	commit struct {
 		wm int64
 		pc parkCommit // the park section; pos -1: none
 	}
-	cdone   map[int64]bool                // completed offsets above the committed watermark
-	events  map[int64]int                 // handled or dead-lettered, per source offset
-	handled map[string]int                // records of each session with a first event, in order
+	cdone   map[int64]bool // completed offsets above the committed watermark
+	events  map[int64]int  // handled or dead-lettered, per source offset
+	handled map[string]int // records of each session with a first event, in order
 	durable map[int64]bool
 	repeat  map[int64]bool // may be handled again (a crash before it was durable)
 	parkAt  map[int64]int64
