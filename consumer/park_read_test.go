@@ -516,9 +516,18 @@ func TestParkNeededFiltersReadAhead(t *testing.T) {
 
 // TestParkReadWrongEntry: when the entry at a parked head's park offset is
 // not its copy (the park topic made again while the session was parked, or
-// a stale read-ahead), the head is read from its source partition: the
-// handler sees the record it saw first and the session unparks.
+// a stale read-ahead; another group's copy of the same source record), the
+// head is read from its source partition: the handler sees the record it
+// saw first and the session unparks.
 func TestParkReadWrongEntry(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		t.Run(map[bool]string{false: "another record", true: "another group's copy"}[other], func(t *testing.T) {
+			testParkReadWrongEntry(t, other)
+		})
+	}
+}
+
+func testParkReadWrongEntry(t *testing.T, otherGroup bool) {
 	e := newEnv(t, 1, "chats", "chats.park", "dlq")
 	const stuck = "chat-stuck"
 	produceSeqs(t, e, "chats", stuck, 0, 1)
@@ -538,6 +547,12 @@ func TestParkReadWrongEntry(t *testing.T) {
 	p := c.own.all()[0]
 	h, _ := p.parkHead(stuck)
 	wrong := c.park.copyOf(&kgo.Record{Topic: "chats", Offset: 999, Key: []byte(stuck), Value: []byte("another")}, stuck, 0, 1, time.Now(), time.Now(), "")
+	if otherGroup {
+		cfg := c.cfg
+		cfg.Group = "another-group"
+		other := &parkIO{cfg: &cfg}
+		wrong = other.copyOf(&kgo.Record{Topic: "chats", Offset: h.srcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
+	}
 	wrong.Offset = h.parkOffset
 	p.parkAhead().keep([]*kgo.Record{wrong})
 	makeDue(t, c, stuck)

@@ -148,7 +148,7 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 		ahead.keep(p.parkNeeded(after))
 	}
 	e, src, err := parseEntry(r)
-	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset) {
+	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset || e.group != c.cfg.Group) {
 		// Another entry at its offset: the park topic was made again
 		// while parked. The source partition still has the record.
 		err = fmt.Errorf("%w: park topic %s/%d: the entry at %d is no parked copy of source offset %d",
