@@ -15,6 +15,9 @@ const (
 	// it carries the head's failed retries so far, so that a rebuild keeps
 	// its budget and backoff.
 	parkAttempt parkKind = 'a'
+	// parkRelease: an operator released a held session (ReleaseHeld,
+	// lanes park release); the owner picks it up (park_release.go).
+	parkRelease parkKind = 'l'
 )
 
 // parkEntry is one entry of a park partition as the rebuild reads it:
@@ -55,6 +58,8 @@ type fenceMark struct {
 //     owner's, is late) and it names the source topic's current
 //     incarnation (a fence of a topic since deleted and made again names
 //     another ID); it is then in force;
+//   - a release: always (an operator wrote it, not an owner; releasing a
+//     session that is not held does nothing);
 //   - any other entry: it was written under the fence in force (its epoch
 //     is that fence's park offset). An entry under an older fence landed
 //     after a newer owner took the partition; one under a fence not taken
@@ -104,6 +109,9 @@ func (w *parkWriters) admit(off int64, e parkEntry) bool {
 	if e.group != w.group {
 		return false
 	}
+	if e.kind == parkRelease {
+		return true
+	}
 	cur := w.inForce()
 	if e.kind == parkFence {
 		if e.gen < cur.gen || (e.topicID != "" && w.topicID != "" && e.topicID != w.topicID) {
@@ -134,6 +142,8 @@ func (ps *parkSet) replay(off int64, e parkEntry, now time.Time) bool {
 		ps.held(e.session, e.src, off)
 	case parkAttempt:
 		ps.attempted(e.session, e.src, e.retries, off, now)
+	case parkRelease:
+		ps.release(e.session, now)
 	default:
 		return false
 	}

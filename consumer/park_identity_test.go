@@ -33,6 +33,8 @@ func TestParkLateFence(t *testing.T) {
 		{8, parkEntry{kind: parkFence, group: "h", gen: 50, topicID: "id1"}, false},          // another group's
 		{9, parkEntry{kind: parkDone, group: "h", session: "a", src: 11, epoch: 8}, false},   // and its marker
 		{10, parkEntry{kind: parkDone, session: "a", src: 11, epoch: 2}, false},              // a writer naming no group
+		{11, parkEntry{kind: parkRelease, group: "h", session: "a", epoch: -1}, false},       // another group's release
+		{12, parkEntry{kind: parkRelease, group: "g", session: "a", epoch: -1}, true},        // an operator's, under no fence
 	} {
 		if got := ps.replay(tc.off, tc.e, now); got != tc.want {
 			t.Fatalf("replay(%d, %+v) = %v; want %v", tc.off, tc.e, got, tc.want)

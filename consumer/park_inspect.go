@@ -30,6 +30,11 @@ type ParkedSession struct {
 	// Retries are the failed retries of its head so far (its attempt
 	// markers).
 	Retries int
+	// HeldThrough is, for a held session, the source offset of the record
+	// whose budget was spent (dead-lettered, reason park-exhausted); -1
+	// otherwise. Release the session with ReleaseHeld (lanes park
+	// release).
+	HeldThrough int64
 }
 
 // InspectParked lists the sessions parked for source topic (the park topic
@@ -96,14 +101,20 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 		set := newParkSet(parkRules{maxAttempts: 1}, group)
 		set.w.topicID = topicID
 		set.begin(from.pos, from.fence)
+		through := map[string]int64{}
 		for _, le := range entries {
-			set.replay(le.off, le.e, le.at)
+			if set.replay(le.off, le.e, le.at) && le.e.kind == parkHold {
+				through[le.e.session] = le.e.src
+			}
 		}
 		for s, ss := range set.sessions {
 			if !ss.parked() {
 				continue // only a floor: unparked
 			}
-			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: s, Held: ss.held}
+			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: s, Held: ss.held, HeldThrough: -1}
+			if ss.held {
+				p.HeldThrough = through[s]
+			}
 			for _, pr := range ss.recs {
 				p.Offsets = append(p.Offsets, pr.srcOffset)
 			}

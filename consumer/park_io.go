@@ -17,7 +17,7 @@ import (
 // Headers of park topic entries (docs/parking.md). A parked copy keeps the
 // record's own key, value and headers and adds these.
 const (
-	HeaderParkKind         = "lanes-park-kind"          // record, done, hold, attempt or fence
+	HeaderParkKind         = "lanes-park-kind"          // record, done, hold, attempt, fence or release
 	HeaderParkSession      = "lanes-park-session"       // the lane (session) it belongs to
 	HeaderParkEpoch        = "lanes-park-epoch"         // park offset of its writer's fence marker
 	HeaderParkGroup        = "lanes-park-group"         // the consumer group that wrote it
@@ -36,7 +36,7 @@ const (
 )
 
 var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence",
-	parkAttempt: "attempt"}
+	parkAttempt: "attempt", parkRelease: "release"}
 
 // parkIO writes and reads park partitions: a producer of its own that
 // writes each entry to the partition it names, and a short-lived direct
@@ -251,6 +251,12 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		return e, nil, nil
 	case "fence":
 		e.kind = parkFence
+		return e, nil, nil
+	case "release":
+		if e.session == "" {
+			return e, nil, fmt.Errorf("release marker without %s", HeaderParkSession)
+		}
+		e.kind = parkRelease
 		return e, nil, nil
 	}
 	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", HeaderParkKind, kind)

@@ -157,6 +157,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		return fmt.Errorf("%w: this owner's generation %d is below generation %d of the fence at park offset %d: the group's generations went back (was the group deleted and made again while its commits stayed?)",
 			errParkTopicBad, gen, in.gen, in.off)
 	}
+	p.pk.tail = fence + 1
 	p.tr.version++
 	l.Info().Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
 		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
@@ -286,6 +287,7 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 	tick := min(max(c.cfg.Park.Delay/4, 10*time.Millisecond), 250*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	looked := time.Now() // for release markers
 	for {
 		select {
 		case <-ctx.Done():
@@ -293,6 +295,10 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
+		if now.Sub(looked) >= releaseEvery(c.cfg.Park.Delay) {
+			c.pickUpReleases(ctx)
+			looked = now
+		}
 		for _, p := range c.own.all() {
 			if p.parkRebuildDue(now) {
 				c.retryRebuild(ctx, p)

@@ -194,7 +194,7 @@ func (pm *parkModel) foreign() {
 		group = ""
 	}
 	s := pm.src[pm.rng.IntN(len(pm.src))]
-	e := pmEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkAttempt, parkFence}[pm.rng.IntN(5)], group: group,
+	e := pmEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkAttempt, parkFence, parkRelease}[pm.rng.IntN(6)], group: group,
 		session: s, src: int64(pm.rng.IntN(len(pm.src))), epoch: -1, gen: pm.gen + int32(pm.rng.IntN(20)) - 5, retries: 1 + pm.rng.IntN(3)}
 	if n := len(pm.other); n > 0 {
 		e.epoch = pm.other[pm.rng.IntN(n)]
@@ -577,6 +577,18 @@ func (pm *parkModel) randomStep() {
 		}
 		slicesSort(held)
 		for _, s := range held {
+			ss := m.ps.sessions[s]
+			if ss == nil || !ss.held {
+				continue
+			}
+			if pm.rng.IntN(2) == 0 { // lanes park release: a marker the owner picks up, or its next owner replays
+				pm.park = append(pm.park, pmEntry{kind: parkRelease, group: pmGroup, session: s, epoch: -1})
+				pm.step("park[%d] l %s (an operator's release marker)", len(pm.park)-1, s)
+				if pm.rng.IntN(3) == 0 {
+					pm.crash() // before the owner picked it up
+					return
+				}
+			}
 			if m.ps.release(s, pm.now) {
 				pm.step("operator releases %s", s)
 			}

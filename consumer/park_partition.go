@@ -27,6 +27,7 @@ type partPark struct {
 	// partition is committed meanwhile (a commit would drop the park
 	// position).
 	unread      bool
+	tail        int64     // where the next look for release markers starts (park_release.go)
 	unavailable error     // the rebuild failed: nothing of the partition starts
 	retryAt     time.Time // when the park loop tries the rebuild again
 	retries     int       // rebuilds failed in a row

@@ -3,53 +3,113 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestParkInspect: a session parked in the park topic (a copy written as
-// lanes writes it, no done marker) is listed with its source offsets; a
-// session released by a done marker is not.
-func TestParkInspect(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "chat", "chat.park"))
+// TestParkInspectAndRelease: a consumer with parking holds a session after
+// its budget was spent, its twelve later messages parked behind it;
+// lanes park inspect lists it, for its group only, with the dead-lettered
+// offset, ten parked offsets and how many more, and the command that
+// releases it; lanes park release, run without the member, has the owner
+// retry it: every message of the session is then handled, in order.
+func TestParkInspectAndRelease(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "chat", "chat.park", "chat-dlq"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	entry := func(kind, session string, extra ...kgo.RecordHeader) *kgo.Record {
-		h := append([]kgo.RecordHeader{{Key: consumer.HeaderParkKind, Value: []byte(kind)},
-			{Key: consumer.HeaderParkSession, Value: []byte(session)}, {Key: consumer.HeaderParkEpoch, Value: []byte("-1")}}, extra...)
-		return &kgo.Record{Topic: "chat.park", Partition: 1, Key: []byte(session), Headers: h}
+	var recs []*kgo.Record
+	for i := range 13 {
+		recs = append(recs, &kgo.Record{Topic: "chat", Key: []byte("alice"), Value: []byte(fmt.Sprint(i))})
 	}
-	copyOf := func(session, offset string) *kgo.Record {
-		return entry("record", session, kgo.RecordHeader{Key: consumer.HeaderParkTopic, Value: []byte("chat")},
-			kgo.RecordHeader{Key: consumer.HeaderParkPartition, Value: []byte("1")},
-			kgo.RecordHeader{Key: consumer.HeaderParkOffset, Value: []byte(offset)})
-	}
-	if err := cl.ProduceSync(context.Background(),
-		copyOf("alice", "3"), copyOf("bob", "4"), copyOf("alice", "9"),
-		entry("done", "bob", kgo.RecordHeader{Key: consumer.HeaderParkThrough, Value: []byte("4")}),
-	).FirstErr(); err != nil {
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut bytes.Buffer
-	err = run(context.Background(), []string{"park", "inspect", "--brokers", strings.Join(c.ListenAddrs(), ","),
-		"--group", "g", "--topic", "chat"}, &out, &errOut)
+	var down atomic.Bool
+	down.Store(true)
+	var handled atomic.Int64 // messages handled, in order, after the dead-lettered 0
+	h := consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
+		if down.Load() {
+			return errors.New("alice's backend is down")
+		}
+		if want := fmt.Sprint(handled.Load() + 1); string(m.Record.Value) != want { // 0 was dead-lettered
+			return consumer.Permanent(fmt.Errorf("message %s handled when %s was next", m.Record.Value, want))
+		}
+		handled.Add(1)
+		return nil
+	})
+	cfg := consumer.Config{Brokers: c.ListenAddrs(), Group: "chat-service", Topics: []string{"chat"}, DeadLetterTopic: "chat-dlq",
+		CommitInterval: 50 * time.Millisecond,
+		Park: consumer.ParkPolicy{Enabled: true, AfterAttempts: 1, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond,
+			MaxAttempts: 1, OnExhausted: consumer.ParkHold}}
+	cs, err := consumer.New(cfg, h)
 	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cs.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "alice held with 12 parked messages", func() bool {
+		st := cs.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Held == 1 && st.Partitions[0].Park.Records == 12
+	})
+
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"park", "inspect", "--brokers", brokers, "--group", "chat-service"}, &out, &errOut); err != nil {
 		t.Fatalf("park inspect: %v\n%s", err, errOut.String())
 	}
 	got := out.String()
-	if !strings.Contains(got, `chat/1	session "alice"	waiting	2 records	offsets [3 9]`) || strings.Contains(got, "bob") ||
-		!strings.Contains(got, "1 sessions parked, 2 records") {
-		t.Fatalf("park inspect printed:\n%s", got)
+	for _, want := range []string{`chat/0	session "alice"	held (source offset 0 dead-lettered; release: lanes park release --group chat-service --topic chat --session "alice")	12 records	offsets [1 2 3 4 5 6 7 8 9 10] and 2 more`,
+		"1 sessions parked, 12 records (group chat-service, topics chat)"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("park inspect printed:\n%s\nwant a line with %q", got, want)
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"park", "inspect", "--brokers", brokers, "--group", "analytics", "--topic", "chat"}, &out, &errOut); err != nil ||
+		!strings.Contains(out.String(), "0 sessions parked") {
+		t.Fatalf("park inspect of another group: %v\n%s", err, out.String())
+	}
+
+	down.Store(false)
+	out.Reset()
+	if err := run(context.Background(), []string{"park", "release", "--brokers", brokers, "--group", "chat-service", "--topic", "chat",
+		"--session", "alice"}, &out, &errOut); err != nil || !strings.Contains(out.String(), `released session "alice" on chat/0 (12 parked records; source offset 0 was dead-lettered)`) {
+		t.Fatalf("park release: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	waitUntil(t, "alice's 12 parked messages handled", func() bool { return handled.Load() == 12 })
+	err = run(context.Background(), []string{"park", "release", "--brokers", brokers, "--group", "chat-service", "--topic", "chat",
+		"--session", "alice"}, &out, &errOut)
+	if !errors.Is(err, consumer.ErrNotHeld) {
+		t.Fatalf("a second release: %v; want ErrNotHeld", err)
+	}
+}
+
+// waitUntil polls cond (a consumer's Stats, which has no change signal)
+// until it holds, failing after a minute.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -20,11 +20,14 @@ func TestBadArgs(t *testing.T) {
 		want string // "" = no error
 	}{
 		{[]string{"-h"}, ""},
-		{nil, "want a command: inspect"},
-		{[]string{"list"}, "want a command: inspect"},
+		{nil, "want a command: inspect or release"},
+		{[]string{"list"}, "want a command: inspect or release"},
 		{[]string{"inspect", "--group", "g", "--topic", "t"}, "--brokers is required"},
 		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--topic", "t"}, "--group is required"},
-		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g"}, "--topic is required"},
+		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g", "--session", "s"}, "--session is for release"},
+		{[]string{"release", "--brokers", "127.0.0.1:1", "--group", "g", "--session", "s"}, "--topic is required"},
+		{[]string{"release", "--brokers", "127.0.0.1:1", "--group", "g", "--topic", "t"}, "--session is required"},
+		{[]string{"release", "--group", "g", "--topic", "t", "--session", "s"}, "--brokers is required"},
 		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g", "--topic", "t", "--timeout", "0s"}, "--timeout 0s"},
 		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g", "--topic", "t", "extra"}, `unexpected argument "extra"`},
 	} {

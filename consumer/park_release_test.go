@@ -1,0 +1,66 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReleaseHeld: a session held after its park budget was spent is
+// released by an operator with ReleaseHeld (lanes park release), not on
+// the member: the owner picks the release marker up and the session's
+// parked records run, in order. ReleaseHeld refuses a session that is not
+// held, and one held by another group.
+func TestReleaseHeld(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	const stuck = "chat-stuck"
+	produceSeqs(t, e, "chats", stuck, 0, 3)
+	var down atomic.Bool
+	down.Store(true)
+	rec := newRecorder(2, func(context.Context, *Message) error {
+		if down.Load() {
+			return errors.New("its backend is down")
+		}
+		return nil
+	})
+	cfg := e.config("g-release", "chats")
+	cfg.Park = ParkPolicy{Enabled: true, AfterAttempts: 1, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond,
+		MaxAttempts: 1, OnExhausted: ParkHold}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "the session held with its two later records", func() bool {
+		held := 0
+		for _, p := range c.Stats().Partitions {
+			held += p.Park.Held
+		}
+		return held == 1 && parkedRecords(c) == 2
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for _, tc := range []struct{ group, session string }{{"another-group", stuck}, {"g-release", "no-such-session"}} {
+		if _, err := ReleaseHeld(ctx, e.addrs, tc.group, "chats", "", tc.session); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("ReleaseHeld(group %s, session %s): %v; want ErrNotHeld", tc.group, tc.session, err)
+		}
+	}
+	down.Store(false)
+	held, err := ReleaseHeld(ctx, e.addrs, "g-release", "chats", "", stuck)
+	if err != nil || len(held) != 1 || held[0].HeldThrough != 0 || !slices.Equal(held[0].Offsets, []int64{1, 2}) {
+		t.Fatalf("ReleaseHeld: %+v, %v; want the session held through offset 0 with offsets 1 and 2", held, err)
+	}
+	finishUnparked(t, c, rec, stop)
+	var ok []int
+	for _, cl := range rec.snapshot() {
+		if cl.err == nil {
+			ok = append(ok, cl.seq)
+		}
+	}
+	if !slices.Equal(ok, []int{1, 2}) {
+		t.Fatalf("handled %v after the release; want 1 then 2", ok)
+	}
+}
