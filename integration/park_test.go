@@ -220,9 +220,19 @@ func TestParkBudgetSpent(t *testing.T) {
 }
 
 // TestParkHoldThenRelease: a session held after its budget was spent stays
-// parked, its later messages unhandled, until an operator releases it
-// (ReleaseParked) once its dependency is back; then they run in order.
+// parked, its later messages unhandled, until an operator releases it once
+// its dependency is back, on the member (ReleaseParked) or from anywhere
+// (ReleaseHeld, as lanes park release does: a marker the owner picks up);
+// then they run in order.
 func TestParkHoldThenRelease(t *testing.T) {
+	for _, byMarker := range []bool{false, true} {
+		t.Run(map[bool]string{false: "member", true: "marker"}[byMarker], func(t *testing.T) {
+			testParkHoldThenRelease(t, byMarker)
+		})
+	}
+}
+
+func testParkHoldThenRelease(t *testing.T, byMarker bool) {
 	c := newCluster(t)
 	topic, dlq := c.parkTopics(t)
 	l := lanestest.NewLedger()
@@ -230,7 +240,11 @@ func TestParkHoldThenRelease(t *testing.T) {
 	stuck := sessions[11]
 	g := &stuckGate{stuck: map[string]bool{stuck: true}}
 	c.produce(t, topic, sessions, parkPer, l)
-	m := startMember(t, "m1", c.parkConfig("park-hold-release", topic, dlq, 2, consumer.ParkHold), g.handler("m1", l))
+	group := "park-hold-release"
+	if byMarker {
+		group += "-marker"
+	}
+	m := startMember(t, "m1", c.parkConfig(group, topic, dlq, 2, consumer.ParkHold), g.handler("m1", l))
 	ctx, cancel := context.WithCancel(context.Background())
 	dlqDone := make(chan error, 1)
 	go func() { dlqDone <- lanestest.WatchDeadLetters(ctx, c.Broker, dlq, l) }()
@@ -246,7 +260,14 @@ func TestParkHoldThenRelease(t *testing.T) {
 		return part >= 0
 	})
 	g.open.Store(true)
-	if !m.c.ReleaseParked(topic, part, stuck) {
+	if byMarker {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer rcancel()
+		held, err := consumer.ReleaseHeld(rctx, c.brokers, groupName(group), topic, "", stuck, c.Opts()...)
+		if err != nil || len(held) != 1 || held[0].Partition != part || len(held[0].Offsets) != parkPer-1 {
+			t.Fatalf("ReleaseHeld(%s): %+v, %v; want the session held on partition %d with %d records", stuck, held, err, part, parkPer-1)
+		}
+	} else if !m.c.ReleaseParked(topic, part, stuck) {
 		t.Fatalf("ReleaseParked(%s, %d, %s) = false for a held session", topic, part, stuck)
 	}
 	waitFinished(t, l, parkSessions*parkPer, 2*time.Minute)
