@@ -116,7 +116,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		Int64("park_fence", fence).Int32("generation", gen).Logger()
 	switch {
 	case from.pos < 0:
-		l.Info().Msg("park: no park position committed by this group: nothing in the park partition before this owner's fence is its own (a new group, a re-created topic, an offset reset, or parking turned on now)")
+		l.Debug().Msg("park: no park position committed by this group: nothing in the park partition before this owner's fence is its own (a new group, a re-created topic, an offset reset, or parking turned on now)")
 	case from.topicID != "" && topicID != "" && from.topicID != topicID:
 		l.Warn().Str("committed_topic_id", from.topicID).Str("topic_id", topicID).
 			Msg("park: the committed park position is of an earlier incarnation of the topic (deleted and made again): its parked sessions are not this topic's, none is rebuilt")
@@ -159,7 +159,11 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	}
 	p.pk.tail = fence + 1
 	p.tr.version++
-	l.Info().Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
+	ev := l.Debug() // one line per partition at each assignment: Info only when it found something parked
+	if set.records > 0 || set.counts(now).held > 0 {
+		ev = l.Info()
+	}
+	ev.Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
 		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
 	return nil
 }
