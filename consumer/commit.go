@@ -46,6 +46,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	if c.crashed.Load() {
 		return nil
 	}
+	c.keepParkSections(ctx, parts)
 	metaMax := c.cfg.MaxCommitMetadataBytes
 	if c.cfg.DisableCompletedOffsets {
 		metaMax = 0

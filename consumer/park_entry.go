@@ -34,6 +34,7 @@ type parkEntry struct {
 	group   string // the writer's consumer group; "" when the entry names none
 	gen     int32  // parkFence: the owner's group generation (classic) or member epoch (KIP-848); -1 none
 	topicID string // parkFence: the source topic's ID (hex) when known
+	reset   bool   // parkFence: its generation starts the comparison again
 }
 
 // fenceMark is a fence marker the identity rules accepted: its park offset
@@ -55,9 +56,11 @@ type fenceMark struct {
 //     never ours);
 //   - a fence: its generation is not below the generation in force (a
 //     fence of an owner that lost the partition, landing after the new
-//     owner's, is late) and it names the source topic's current
-//     incarnation (a fence of a topic since deleted and made again names
-//     another ID); it is then in force;
+//     owner's, is late), or it is a reset fence (an owner whose own fence
+//     was below: the group's protocol switched and its generations started
+//     again), and it names the source topic's current incarnation (a fence
+//     of a topic since deleted and made again names another ID); it is
+//     then in force;
 //   - a release: always (an operator wrote it, not an owner; releasing a
 //     session that is not held does nothing);
 //   - any other entry: it was written under the fence in force (its epoch
@@ -114,7 +117,7 @@ func (w *parkWriters) admit(off int64, e parkEntry) bool {
 	}
 	cur := w.inForce()
 	if e.kind == parkFence {
-		if e.gen < cur.gen || (e.topicID != "" && w.topicID != "" && e.topicID != w.topicID) {
+		if (e.gen < cur.gen && !e.reset) || (e.topicID != "" && w.topicID != "" && e.topicID != w.topicID) {
 			return false
 		}
 		w.fences = append(w.fences, fenceMark{off, e.gen})

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestParkLateFence: a fence written by an owner that lost the partition
@@ -51,34 +54,160 @@ func TestParkLateFence(t *testing.T) {
 
 // TestParkCommitWaitsForPosition: a partition with parking whose
 // committed offsets could not be read at assignment commits nothing (a
-// commit would drop its park position) until its rebuild reads them; a
-// partition with parking off keeps the park section it found in its
-// commits.
+// commit would drop its park position) until its rebuild reads them;
+// before its rebuild it commits the section it found, none when it found
+// none (never the empty set's position 0, which would have the next owner
+// read the park partition from its start); a partition with parking off
+// keeps the park section it found in its commits, and commits nothing
+// while it could not read whether there is one.
 func TestParkCommitWaitsForPosition(t *testing.T) {
+	sectionOf := func(p *partition) (string, bool) {
+		cp, ok := p.toCommit(4096)
+		_, pc, found := splitParkMeta(cp.meta)
+		if !found {
+			return "", ok
+		}
+		return pc.String(), ok
+	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
 	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 4)
 	p.startAt(0)
-	if cp, ok := p.toCommit(4096); ok {
-		t.Fatalf("committed %+v before the park position was read", cp)
+	if s, ok := sectionOf(p); ok {
+		t.Fatalf("committed (park section %q) before the park position was read", s)
 	}
-	if p.parkCommitted(";park2:7,3,2,") {
+	p.parkCommitted("") // read: a fresh partition
+	if s, ok := sectionOf(p); !ok || s != "" {
+		t.Fatalf("fresh partition before its rebuild: committed %v with park section %q; want none", ok, s)
+	}
+	if p.parkCommitted(";park2:7,3,2,,") {
 		t.Fatal("a section reported kept with parking on")
+	}
+	p.tr.version++
+	if s, ok := sectionOf(p); !ok || s != ";park2:7,3,2,," {
+		t.Fatalf("before its rebuild: committed %v with park section %q; want the one found", ok, s)
 	}
 	p.mu.Lock()
 	p.pk.set.begin(7, p.pk.from.fence)
 	p.pk.set.replay(9, parkEntry{kind: parkFence, group: "g", gen: 4}, time.Now())
+	p.pk.rebuilt = true
+	p.tr.version++
 	p.mu.Unlock()
-	cp, ok := p.toCommit(4096)
-	if _, pc, found := splitParkMeta(cp.meta); !ok || !found || pc != (parkCommit{10, fenceMark{9, 4}, ""}) {
-		t.Fatalf("commit %+v (%v): park section %+v", cp, ok, pc)
+	if s, ok := sectionOf(p); !ok || s != ";park2:10,9,4,," {
+		t.Fatalf("rebuilt: committed %v with park section %q; want the set's", ok, s)
 	}
 
 	off := newPartition(context.Background(), partKey{"t", 1}, 1, 10, nil)
-	if !off.parkCommitted("lanes1:x;park2:7,3,2,ab") {
+	parkUnread([]*partition{off})
+	off.startAt(0)
+	if _, ok := off.toCommit(4096); ok {
+		t.Fatal("parking off: committed before it could read whether the group's commit holds a park section")
+	}
+	if !off.parkCommitted("lanes1:x;park2:7,3,2,ab,") {
 		t.Fatal("parking off: a committed park section not reported")
 	}
-	off.startAt(0)
-	if cp, ok := off.toCommit(4096); !ok || !strings.HasSuffix(cp.meta, ";park2:7,3,2,ab") {
+	if cp, ok := off.toCommit(4096); !ok || !strings.HasSuffix(cp.meta, ";park2:7,3,2,ab,") {
 		t.Fatalf("parking off: commit %+v (%v) drops the park section", cp, ok)
+	}
+}
+
+// parkWorld writes entries to park partition chats.park/0 as group's
+// members would and commits section (with the source at offset 0) for
+// group: the state a rebuild finds.
+func parkWorld(t *testing.T, e *env, group, section string, entries ...func(io *parkIO) *kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	cl := e.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	io := &parkIO{cfg: &Config{Group: group, Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}}}
+	for _, mk := range entries {
+		if err := cl.ProduceSync(ctx, mk(io)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var to kadm.Offsets
+	to.Add(kadm.Offset{Topic: "chats", Partition: 0, At: 0, LeaderEpoch: -1, Metadata: section})
+	resps, err := kadm.NewClient(cl).CommitOffsets(ctx, group, to)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// committedSection is the park section of group's commit of chats/0.
+func committedSection(t *testing.T, e *env, group string) parkCommit {
+	t.Helper()
+	resps, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := resps.Lookup("chats", 0)
+	_, pc, _ := splitParkMeta(r.Metadata)
+	return pc
+}
+
+// runChats runs a consumer of group with parking on until the five
+// messages of session s are handled, in order, then stops it.
+func runChats(t *testing.T, e *env, group string) *Consumer {
+	t.Helper()
+	rec := newRecorder(5, nil)
+	cfg := e.config(group, "chats")
+	cfg.Park.Enabled = true
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	eventually(t, "the handled messages committed", func() bool { return committedSection(t, e, group).pos >= 0 && c.Stats().Partitions[0].Committed == 5 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, []string{"s"}, 5)
+	return c
+}
+
+// TestParkGenerationsStartAgain: the group's commit names a fence of
+// generation 999 (before an empty classic group became a consumer group,
+// whose member epochs start again near 1): the new owner's own fence is
+// below it; it writes a reset fence, which is in force, and handles its
+// partition instead of holding it for good.
+func TestParkGenerationsStartAgain(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	produceSeqs(t, e, "chats", "s", 0, 5)
+	parkWorld(t, e, "g-gen", ";park2:1,0,999,,", func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "", false) })
+	runChats(t, e, "g-gen")
+	if pc := committedSection(t, e, "g-gen"); pc.fence.gen >= 999 || pc.fence.off < 1 {
+		t.Fatalf("committed park section %+v; want this owner's reset fence in force", pc)
+	}
+}
+
+// TestParkTopicMadeAgain: the group's commit names a park position of a
+// park topic since deleted and made again (another park topic ID), or
+// past the park partition's end (truncated): nothing in the park
+// partition is the group's, not even a copy of its own group's that names
+// the session's first record (which would otherwise be skipped as done
+// before), and the position committed after is within the park
+// partition.
+func TestParkTopicMadeAgain(t *testing.T) {
+	for _, tc := range []struct{ name, section string }{
+		{"another park topic ID", ";park2:1,0,1,,ffffffffffffffffffffffffffffffff"},
+		{"past the end", ";park2:1000,0,1,,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 1, "chats", "chats.park", "dlq")
+			produceSeqs(t, e, "chats", "s", 0, 5)
+			parkWorld(t, e, "g-made-again", tc.section,
+				func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "", false) },
+				func(io *parkIO) *kgo.Record {
+					return io.copyOf(&kgo.Record{Topic: "chats", Offset: 0, Key: []byte("s"), Value: []byte("s|0")}, "s", 0, 1, time.Now(), time.Now(), "old")
+				},
+				func(io *parkIO) *kgo.Record { return io.marker(parkHold, "chats", 0, "s", 0, 0) })
+			runChats(t, e, "g-made-again")
+			if pc := committedSection(t, e, "g-made-again"); pc.pos < 0 || pc.pos > 10 || pc.ids.park == "ffffffffffffffffffffffffffffffff" {
+				t.Fatalf("committed park section %+v; want one within the park partition, of its park topic", pc)
+			}
+		})
 	}
 }

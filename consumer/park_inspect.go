@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -69,12 +68,11 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 	if err != nil {
 		return nil, fmt.Errorf("consumer: inspect parked: committed offsets of group %s: %w", group, err)
 	}
-	topicID := ""
-	if tds, err := adm.ListTopics(ctx, topic); err == nil {
-		if td := tds[topic]; td.Err == nil && td.ID != (kadm.TopicID{}) {
-			topicID = hex.EncodeToString(td.ID[:])
-		}
+	tds, err := adm.ListTopics(ctx, topic, park)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: inspect parked: describe %s and %s: %w", topic, park, err)
 	}
+	ids := topicIDs{source: idOf(tds[topic]), park: idOf(tds[park])}
 	io := &parkIO{cfg: cfg}
 	var out []ParkedSession
 	var failed error
@@ -87,10 +85,14 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 			return
 		}
 		from := noParkCommit
-		if r, ok := committed.Lookup(topic, o.Partition); ok && r.Err == nil && r.At >= 0 {
+		if r, ok := committed.Lookup(topic, o.Partition); ok && r.Err != nil {
+			failed = fmt.Errorf("the group's commit of %s/%d: %w", topic, o.Partition, r.Err)
+			return
+		} else if ok && r.At >= 0 {
 			_, from, _ = splitParkMeta(r.Metadata)
 		}
-		if from.pos < 0 || (from.topicID != "" && topicID != "" && from.topicID != topicID) {
+		if from.pos < 0 || (from.ids.source != "" && ids.source != "" && from.ids.source != ids.source) ||
+			(from.ids.park != "" && ids.park != "" && from.ids.park != ids.park) || from.pos > o.Offset {
 			return // nothing in the park partition is the group's
 		}
 		entries, err := io.entries(ctx, park, o.Partition, from.pos, o.Offset, func(*kgo.Record, error) {})
@@ -99,7 +101,7 @@ func InspectParked(ctx context.Context, brokers []string, group, topic, suffix s
 			return
 		}
 		set := newParkSet(parkRules{maxAttempts: 1}, group)
-		set.w.topicID = topicID
+		set.w.topicID = ids.source
 		set.begin(from.pos, from.fence)
 		through := map[string]int64{}
 		for _, le := range entries {

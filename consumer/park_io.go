@@ -23,6 +23,9 @@ const (
 	HeaderParkGroup        = "lanes-park-group"         // the consumer group that wrote it
 	HeaderParkGeneration   = "lanes-park-generation"    // fence: the owner's generation (classic) or member epoch (KIP-848)
 	HeaderParkTopicID      = "lanes-park-topic-id"      // fence: the source topic's ID (hex), its incarnation
+	// HeaderParkGenerationReset marks a fence whose generation starts the
+	// comparison again ("true"): the group's generations started again.
+	HeaderParkGenerationReset = "lanes-park-generation-reset"
 	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
 	HeaderParkRetries      = "lanes-park-retries"       // attempt: failed retries of the head so far
 	HeaderParkTopic        = "lanes-park-topic"         // source topic
@@ -71,19 +74,27 @@ var errParkTopicBad = errors.New("park topic unfit")
 // check verifies the park topic of source: it exists, has the source's
 // partition count (park partition p belongs with source partition p), and
 // is not compacted (every parked record of a session is needed). It
-// returns the source topic's ID (hex; "" when the broker gave none): its
-// incarnation, which its owners' fences name.
-func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) (string, error) {
+// returns the IDs of both topics: their incarnations.
+func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) (topicIDs, error) {
 	park := io.topic(source)
 	tds, err := adm.ListTopics(ctx, source, park)
 	if err != nil {
-		return "", fmt.Errorf("describe %s and %s: %w", source, park, err)
+		return topicIDs{}, fmt.Errorf("describe %s and %s: %w", source, park, err)
 	}
-	id := ""
-	if sd := tds[source]; sd.Err == nil && sd.ID != (kadm.TopicID{}) {
-		id = hex.EncodeToString(sd.ID[:])
+	ids := topicIDs{source: idOf(tds[source]), park: idOf(tds[park])}
+	return ids, io.checkPark(ctx, adm, source, tds)
+}
+
+// topicIDs are the IDs (hex; "" when the broker gave none) of a source
+// topic and its park topic: their incarnations. A source topic's owners'
+// fences name it; the commit's park section names both.
+type topicIDs struct{ source, park string }
+
+func idOf(td kadm.TopicDetail) string {
+	if td.Err != nil || td.ID == (kadm.TopicID{}) {
+		return ""
 	}
-	return id, io.checkPark(ctx, adm, source, tds)
+	return hex.EncodeToString(td.ID[:])
 }
 
 func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string, tds kadm.TopicDetails) error {
@@ -154,11 +165,17 @@ func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, 
 }
 
 // fence is the fence marker of a new owner of source partition (source,
-// part): its generation gen, and the source topic's ID.
-func (io *parkIO) fence(source string, part int32, gen int32, topicID string) *kgo.Record {
+// part): its generation gen, and the source topic's ID. A reset fence
+// (its owner's generation was below the one in force: the group's
+// protocol switched, so its generations started again) is in force
+// whatever the generation before it.
+func (io *parkIO) fence(source string, part int32, gen int32, topicID string, reset bool) *kgo.Record {
 	h := append(io.meta(parkFence, "", -1),
 		kgo.RecordHeader{Key: HeaderParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
 		kgo.RecordHeader{Key: HeaderParkTopicID, Value: []byte(topicID)})
+	if reset {
+		h = append(h, kgo.RecordHeader{Key: HeaderParkGenerationReset, Value: []byte("true")})
+	}
 	return &kgo.Record{Topic: io.topic(source), Partition: part, Headers: h}
 }
 
@@ -209,6 +226,8 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 			}
 		case HeaderParkTopicID:
 			e.topicID = v
+		case HeaderParkGenerationReset:
+			e.reset = v == "true"
 		case HeaderParkThrough:
 			through, _ = strconv.ParseInt(v, 10, 64)
 		case HeaderParkRetries:

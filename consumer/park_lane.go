@@ -2,12 +2,9 @@ package consumer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -38,162 +35,6 @@ func (c *Consumer) enablePark(parts []*partition, gen int32) {
 	for _, p := range parts {
 		p.enablePark(c.cfg.Park.rules(), c.cfg.Group, gen)
 	}
-}
-
-// rebuildParks rebuilds the parked set of each newly assigned partition
-// (docs/parking.md): it writes this owner's fence marker to the park
-// partition, then replays the park partition from the committed park
-// position up to that marker. It runs in the assignment callback, before
-// any record of the partitions is polled, within twice CommitTimeout for
-// all of them; a failure that may pass (a park topic not yet known to the
-// broker answering, just after it was created; a write or read failing)
-// is tried again meanwhile. A partition whose rebuild fails starts nothing
-// (parkUnavailable) until the park loop's retry succeeds (retryRebuild).
-func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
-	if c.park == nil || len(parts) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
-	defer cancel()
-	ids := map[string]string{} // topics checked: their IDs
-	for _, p := range parts {
-		bo := backoff.NewExponentialBackOff()
-		bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, time.Second, 0
-		for {
-			var err error
-			id, checked := ids[p.key.topic]
-			if !checked {
-				if id, err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic); err == nil {
-					ids[p.key.topic] = id
-				}
-			}
-			if err == nil {
-				err = c.rebuildPark(ctx, cl, p, id)
-			}
-			if err == nil {
-				break
-			}
-			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
-				p.parkUnavailable(err, time.Now())
-				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
-					Str("park_topic", c.park.topic(p.key.topic)).
-					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled) and the rebuild is tried again, at most every 30 s; fix the park topic (same partition count as its source, cleanup.policy=delete)")
-				break
-			}
-		}
-	}
-}
-
-// sleepCtx waits d, or less when ctx ends first (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// rebuildPark writes p's owner's fence marker to its park partition and
-// replays the partition's entries from the committed park position up to
-// it (none without one: nothing before the fence is the group's), under
-// the identity rules (parkWriters); topicID is the source topic's ID.
-func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition, topicID string) error {
-	if err := c.parkReadCommitted(ctx, cl, p); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	from, gen := p.pk.from, p.pk.gen
-	p.mu.Unlock()
-	topic := c.park.topic(p.key.topic)
-	fence, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, topicID))
-	if err != nil {
-		return err
-	}
-	l := c.log().With().Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("park_topic", topic).
-		Int64("park_fence", fence).Int32("generation", gen).Logger()
-	switch {
-	case from.pos < 0:
-		l.Debug().Msg("park: no park position committed by this group: nothing in the park partition before this owner's fence is its own (a new group, a re-created topic, an offset reset, or parking turned on now)")
-	case from.topicID != "" && topicID != "" && from.topicID != topicID:
-		l.Warn().Str("committed_topic_id", from.topicID).Str("topic_id", topicID).
-			Msg("park: the committed park position is of an earlier incarnation of the topic (deleted and made again): its parked sessions are not this topic's, none is rebuilt")
-		from = noParkCommit
-	case from.pos > fence:
-		l.Error().Int64("park_position", from.pos).
-			Msg("park: the committed park position is past the park partition's end: the park topic was deleted and made again (or truncated); sessions parked before are lost. Do not delete a park topic while sessions are parked: check the DLQ and the source topic")
-		from = noParkCommit
-	}
-	start := from.pos
-	if start < 0 {
-		start = fence
-	}
-	var entries []loggedEntry
-	if start < fence {
-		entries, err = c.park.entries(ctx, topic, p.key.partition, start, fence, func(r *kgo.Record, err error) {
-			c.log().Warn().Err(err).Str("park_topic", topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
-				Msg("park: ignoring a record that is no lanes park entry")
-		})
-		if err != nil {
-			return err
-		}
-	}
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	set := p.pk.set
-	set.w.topicID = topicID
-	set.begin(start, from.fence)
-	ignored := 0
-	for _, le := range entries {
-		if !set.replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
-			ignored++
-		}
-	}
-	if !set.replay(fence, parkEntry{kind: parkFence, group: c.cfg.Group, gen: gen, topicID: topicID}, now) {
-		in := set.w.inForce()
-		return fmt.Errorf("%w: this owner's generation %d is below generation %d of the fence at park offset %d: the group's generations went back (was the group deleted and made again while its commits stayed?)",
-			errParkTopicBad, gen, in.gen, in.off)
-	}
-	p.pk.tail = fence + 1
-	p.tr.version++
-	ev := l.Debug() // one line per partition at each assignment: Info only when it found something parked
-	if set.records > 0 || set.counts(now).held > 0 {
-		ev = l.Info()
-	}
-	ev.Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
-		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
-	return nil
-}
-
-// parkReadCommitted reads p's committed park section when the assignment
-// could not: without it the rebuild cannot know where the group's park
-// entries start, and reading from the start would take floors of other
-// times as the group's.
-func (c *Consumer) parkReadCommitted(ctx context.Context, cl *kgo.Client, p *partition) error {
-	p.mu.Lock()
-	unread := p.pk.unread
-	p.mu.Unlock()
-	if !unread {
-		return nil
-	}
-	resps, err := kadm.NewClient(cl).FetchOffsets(ctx, c.cfg.Group)
-	if err == nil {
-		if r, ok := resps.Lookup(p.key.topic, p.key.partition); ok && r.Err != nil {
-			err = r.Err
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("read the group's committed offsets (the park position): %w", err)
-	}
-	meta := ""
-	if r, ok := resps.Lookup(p.key.topic, p.key.partition); ok && r.At >= 0 {
-		meta = r.Metadata
-	}
-	p.parkCommitted(meta)
-	return nil
 }
 
 // forwardParked handles a started source record of a partition with
@@ -319,25 +160,4 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 // session's: retries and the session's source records are serialised).
 func (c *Consumer) queueParkRetry(p *partition, lane string) {
 	c.shardOf(lane).enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
-}
-
-// retryRebuild tries again the rebuild of a partition held since its
-// assignment's failed (the park topic created late, say), within twice
-// CommitTimeout; on success the partition's stash goes to its lanes.
-func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
-	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
-	defer cancel()
-	id, err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
-	if err == nil {
-		err = c.rebuildPark(ctx, c.client, p, id)
-	}
-	if err != nil {
-		p.parkUnavailable(err, time.Now())
-		c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
-			Msg("park: rebuilding the parked sessions failed again; the partition stays held")
-		return
-	}
-	p.parkAvailable()
-	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-		Msg("park: parked sessions rebuilt; the partition is handled again")
 }

@@ -507,7 +507,7 @@ func (pm *parkModel) commitNow() {
 	}
 	pos := m.ps.position()
 	m.ps.w.forgetBefore(pos)
-	pm.commit.wm, pm.commit.pc = wm, parkCommit{pos: pos, fence: m.ps.w.at(pos), topicID: pm.topicID}
+	pm.commit.wm, pm.commit.pc = wm, parkCommit{pos: pos, fence: m.ps.w.at(pos), ids: topicIDs{source: pm.topicID}}
 	cdone := map[int64]bool{}
 	for o := wm; o < int64(len(pm.src)); o++ {
 		if m.done[o] || (o >= m.pos && pm.cdone[o]) { // not yet fetched: still completed

@@ -26,7 +26,11 @@ type partPark struct {
 	// assignment; the rebuild reads them first, and nothing of the
 	// partition is committed meanwhile (a commit would drop the park
 	// position).
-	unread      bool
+	unread bool
+	ids    topicIDs // of the source and park topics, as the rebuild found them
+	// rebuilt: the parked set was rebuilt; until then the partition's
+	// commits carry the section it found (from), not the set's.
+	rebuilt     bool
 	tail        int64     // where the next look for release markers starts (park_release.go)
 	unavailable error     // the rebuild failed: nothing of the partition starts
 	retryAt     time.Time // when the park loop tries the rebuild again
@@ -57,27 +61,27 @@ func (p *partition) parkAhead() *readAhead {
 }
 
 // Commit metadata: lanes' completed offsets (metadata.go), then the park
-// section: ";park2:<position>,<fence>,<generation>,<topic ID>", the park
-// position and the fence in force there (park offset and generation), and
-// the source topic's ID ("" unknown).
+// section: ";park2:<position>,<fence>,<generation>,<topic ID>,<park topic
+// ID>", the park position and the fence in force there (park offset and
+// generation), and the IDs of the source and park topics ("" unknown).
 const parkMetaSep = ";park2:"
 
 // parkCommit is the park section of a commit.
 type parkCommit struct {
-	pos     int64
-	fence   fenceMark
-	topicID string
+	pos   int64
+	fence fenceMark
+	ids   topicIDs
 }
 
 var noParkCommit = parkCommit{pos: -1, fence: fenceMark{-1, -1}}
 
 func (pc parkCommit) String() string {
 	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.off, 10) + "," +
-		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.topicID
+		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.ids.source + "," + pc.ids.park
 }
 
 // parkMetaRoom is what the park section may take of the commit metadata.
-const parkMetaRoom = len(parkMetaSep) + 3*20 + 3 + 32
+const parkMetaRoom = len(parkMetaSep) + 3*20 + 4 + 2*32
 
 // parkRoomLocked is the room p's commits keep for a park section. p.mu
 // held.
@@ -96,16 +100,16 @@ func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 		return meta, noParkCommit, false
 	}
 	f := strings.Split(park, ",")
-	if len(f) != 4 {
+	if len(f) != 5 {
 		return rest, noParkCommit, false
 	}
 	pos, err1 := strconv.ParseInt(f[0], 10, 64)
 	off, err2 := strconv.ParseInt(f[1], 10, 64)
 	gen, err3 := strconv.ParseInt(f[2], 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || pos < 0 || off >= pos {
+	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off >= pos {
 		return rest, noParkCommit, false
 	}
-	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen)}, topicID: f[3]}, true
+	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen)}, ids: topicIDs{f[3], f[4]}}, true
 }
 
 // enablePark gives p its parked set, for group, whose generation was gen
@@ -125,6 +129,7 @@ func (p *partition) parkCommitted(meta string) (kept bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pk == nil {
+		p.parkOffUnread = false
 		if ok {
 			p.parkKept = pc.String()
 		}
@@ -135,13 +140,14 @@ func (p *partition) parkCommitted(meta string) (kept bool) {
 }
 
 // parkMetaLocked appends the park section to meta, for a commit at
-// watermark wm. A partition whose parked set is not rebuilt commits the
-// section it found; one without parking, a section kept. p.mu held.
+// watermark wm. A partition whose parked set is not rebuilt (not yet, or
+// its rebuild failed) commits the section it found, none when it found
+// none; one without parking, a section kept. p.mu held.
 func (p *partition) parkMetaLocked(meta string, wm int64) string {
 	switch {
 	case p.pk == nil:
 		return meta + p.parkKept
-	case p.pk.unavailable != nil:
+	case !p.pk.rebuilt:
 		if p.pk.from.pos < 0 {
 			return meta
 		}
@@ -151,12 +157,18 @@ func (p *partition) parkMetaLocked(meta string, wm int64) string {
 	set.forgetBelow(wm)
 	pos := set.position()
 	set.w.forgetBefore(pos)
-	return meta + parkCommit{pos: pos, fence: set.w.at(pos), topicID: set.w.topicID}.String()
+	return meta + parkCommit{pos: pos, fence: set.w.at(pos), ids: p.pk.ids}.String()
 }
 
-// parkUnreadLocked reports whether p's committed park section is unknown:
-// a commit now would drop it. p.mu held.
-func (p *partition) parkUnreadLocked() bool { return p.pk != nil && p.pk.unread }
+// parkUnreadLocked reports whether p's committed park section is unknown
+// (the assignment could not read the group's commits): a commit now would
+// drop it. p.mu held.
+func (p *partition) parkUnreadLocked() bool {
+	if p.pk != nil {
+		return p.pk.unread
+	}
+	return p.parkOffUnread
+}
 
 // parkCheck tells what a source record of lane at offset off is: done
 // before (seen: done at once), or of a parked session (forwarded).

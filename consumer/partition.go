@@ -82,6 +82,10 @@ type partition struct {
 	// parking off: kept in every commit, so that turning parking on again
 	// finds what was parked (park_partition.go).
 	parkKept string
+	// parkOffUnread: parking is off and the group's commits could not be
+	// read at assignment, so whether they hold a park section to keep is
+	// unknown: nothing is committed until the commit loop reads it.
+	parkOffUnread bool
 }
 
 // dlqFail is a record whose dead-letter copy could not be written.

@@ -44,7 +44,8 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	adm := kadm.NewClient(cl)
 	resps, err := adm.FetchOffsets(cctx, c.cfg.Group)
 	if err != nil {
-		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed")
+		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed (with parking, the partitions are held until their rebuild reads them)")
+		parkUnread(parts)
 		return
 	}
 	var fresh []*partition
@@ -54,7 +55,8 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		switch {
 		case ok && r.Err != nil:
 			c.log().Warn().Err(r.Err).Str("topic", t).Int32("partition", id).
-				Msg("assign: cannot read the committed offset; its position is committed once records arrive")
+				Msg("assign: cannot read the committed offset; its position is committed once records arrive (with parking, once its rebuild reads it)")
+			parkUnread([]*partition{p})
 			continue
 		case !ok || r.At < 0:
 			p.parkCommitted("") // read: none
@@ -62,8 +64,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 			continue
 		}
 		if p.parkCommitted(r.Metadata) {
-			c.log().Warn().Str("topic", t).Int32("partition", id).Str("group", c.cfg.Group).
-				Msg("assign: parking is off, but the group's commit holds a park position: records parked when it was on stay in the park topic, not handled, while their sessions' later records are; the position is kept in this member's commits so that turning parking on again retries them. List them with lanes park inspect")
+			c.warnParkOff(p.key)
 		}
 		c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
 			Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")

@@ -1,0 +1,286 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The rebuild of a partition's parked set when it is assigned
+// (docs/parking.md, "Rebuild on assignment" and "Identity"): the owner
+// writes its fence, reads its park partition from the committed park
+// position up to the fence, and replays the group's own entries in force.
+
+// rebuildParks rebuilds the parked set of each newly assigned partition.
+// It runs in the assignment callback, before any record of the partitions
+// is polled, within twice CommitTimeout for all of them; a failure that
+// may pass (a park topic not yet known to the broker answering, just
+// after it was created; a write or read failing; the group's commits
+// unreadable) is tried again meanwhile. A partition whose rebuild fails
+// starts nothing (parkUnavailable) until the park loop's retry succeeds
+// (retryRebuild).
+func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
+	if c.park == nil || len(parts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
+	defer cancel()
+	checked := map[string]topicIDs{}
+	for _, p := range parts {
+		bo := backoff.NewExponentialBackOff()
+		bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, time.Second, 0
+		for {
+			var err error
+			ids, ok := checked[p.key.topic]
+			if !ok {
+				if ids, err = c.park.check(ctx, kadm.NewClient(cl), p.key.topic); err == nil {
+					checked[p.key.topic] = ids
+				}
+			}
+			if err == nil {
+				err = c.rebuildPark(ctx, cl, p, ids)
+			}
+			if err == nil {
+				break
+			}
+			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
+				p.parkUnavailable(err, time.Now())
+				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+					Str("park_topic", c.park.topic(p.key.topic)).
+					Msg("park: cannot rebuild the parked sessions: the partition is held (nothing of it is handled, nothing committed) and the rebuild is tried again, at most every 30 s; fix what the error names (a park topic missing or unfit needs its source's partition count and cleanup.policy=delete)")
+				break
+			}
+		}
+	}
+}
+
+// retryRebuild tries again the rebuild of a partition held since its
+// assignment's failed (the park topic created late, say), within twice
+// CommitTimeout; on success the partition's stash goes to its lanes.
+func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
+	defer cancel()
+	ids, err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
+	if err == nil {
+		err = c.rebuildPark(ctx, c.client, p, ids)
+	}
+	if err != nil {
+		p.parkUnavailable(err, time.Now())
+		c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+			Msg("park: rebuilding the parked sessions failed again; the partition stays held")
+		return
+	}
+	p.parkAvailable()
+	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).
+		Msg("park: parked sessions rebuilt; the partition is handled again")
+}
+
+// sleepCtx waits d, or less when ctx ends first (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// rebuildPark writes p's owner's fence marker to its park partition and
+// replays the partition's entries from the committed park position up to
+// it (none without one: nothing before the fence is the group's), under
+// the identity rules (parkWriters); ids are the IDs of the source and park
+// topics now.
+func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition, ids topicIDs) error {
+	if err := c.parkReadCommitted(ctx, cl, p); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	from, gen := p.pk.from, p.pk.gen
+	p.mu.Unlock()
+	topic := c.park.topic(p.key.topic)
+	fence, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, ids.source, false))
+	if err != nil {
+		return err
+	}
+	l := c.log().With().Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("park_topic", topic).
+		Int64("park_fence", fence).Int32("generation", gen).Logger()
+	from = c.parkFrom(&l, from, ids, fence)
+	start := from.pos
+	if start < 0 {
+		start = fence
+	}
+	read := func(from, to int64) ([]loggedEntry, error) {
+		if from >= to {
+			return nil, nil
+		}
+		return c.park.entries(ctx, topic, p.key.partition, from, to, func(r *kgo.Record, err error) {
+			c.log().Warn().Err(err).Str("park_topic", topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
+				Msg("park: ignoring a record that is no lanes park entry")
+		})
+	}
+	entries, err := read(start, fence)
+	if err != nil {
+		return err
+	}
+	own := parkEntry{kind: parkFence, group: c.cfg.Group, gen: gen, topicID: ids.source}
+	now := time.Now()
+	p.mu.Lock()
+	set := p.pk.set
+	set.w.topicID = ids.source
+	set.begin(start, from.fence)
+	ignored := replayAll(set, entries)
+	taken := set.replay(fence, own, now)
+	in := set.w.inForce()
+	p.mu.Unlock()
+	if !taken {
+		// The group's generations started again (its protocol switched, an
+		// empty classic group became a consumer group): a reset fence
+		// starts the comparison again from this owner's.
+		l.Warn().Int32("generation_in_force", in.gen).Int64("fence_in_force", in.off).
+			Msg("park: this owner's generation is below the one in force in the park partition: the group's generations started again (its protocol switched, or it was deleted and made again); a reset fence starts the comparison from this owner's")
+		reset, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, ids.source, true))
+		if err != nil {
+			return err
+		}
+		more, err := read(fence+1, reset)
+		if err != nil {
+			return err
+		}
+		own.reset = true
+		p.mu.Lock()
+		ignored += replayAll(set, more)
+		taken = set.replay(reset, own, time.Now())
+		p.mu.Unlock()
+		if !taken {
+			return fmt.Errorf("%w: this owner's reset fence at park offset %d is not in force", errParkTopicBad, reset)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pk.tail, p.pk.ids, p.pk.rebuilt = set.end, ids, true
+	p.tr.version++
+	ev := l.Debug() // one line per partition at each assignment: Info only when it found something parked
+	if set.records > 0 || set.counts(now).held > 0 {
+		ev = l.Info()
+	}
+	ev.Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
+		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
+	return nil
+}
+
+// replayAll replays entries into set and returns how many it ignored (not
+// the group's own, or not in force).
+func replayAll(set *parkSet, entries []loggedEntry) (ignored int) {
+	for _, le := range entries {
+		if !set.replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
+			ignored++
+		}
+	}
+	return ignored
+}
+
+// parkFrom is where a rebuild reads from: the committed park section, or
+// none (noParkCommit: from the owner's own fence) when there is none or it
+// is of another incarnation of either topic, or past the park partition's
+// end (fence: the owner's fence, its end).
+func (c *Consumer) parkFrom(l *zerolog.Logger, from parkCommit, ids topicIDs, fence int64) parkCommit {
+	switch {
+	case from.pos < 0:
+		l.Debug().Msg("park: no park position committed by this group: nothing in the park partition before this owner's fence is its own (a new group, a re-created topic, an offset reset, or parking turned on now)")
+	case from.ids.source != "" && ids.source != "" && from.ids.source != ids.source:
+		l.Warn().Str("committed_topic_id", from.ids.source).Str("topic_id", ids.source).
+			Msg("park: the committed park position is of an earlier incarnation of the topic (deleted and made again): its parked sessions are not this topic's, none is rebuilt")
+		return noParkCommit
+	case (from.ids.park != "" && ids.park != "" && from.ids.park != ids.park) || from.pos > fence:
+		l.Error().Int64("park_position", from.pos).Str("committed_park_topic_id", from.ids.park).Str("park_topic_id", ids.park).
+			Msg("park: the park topic was deleted and made again (or truncated) since the group's commit: the sessions parked then are lost, their records are not in it. Do not delete a park topic while sessions are parked (PartitionStats.Park, lanes park inspect); look for them in the source topic and the DLQ")
+		return noParkCommit
+	}
+	return from
+}
+
+// parkReadCommitted reads p's committed park section when the assignment
+// could not: without it the rebuild cannot know where the group's park
+// entries start, and reading from the start would take floors of other
+// times as the group's.
+func (c *Consumer) parkReadCommitted(ctx context.Context, cl *kgo.Client, p *partition) error {
+	p.mu.Lock()
+	unread := p.pk.unread
+	p.mu.Unlock()
+	if !unread {
+		return nil
+	}
+	meta, err := c.committedMeta(ctx, cl, p.key)
+	if err != nil {
+		return fmt.Errorf("read the group's committed offsets (the park position): %w", err)
+	}
+	p.parkCommitted(meta)
+	return nil
+}
+
+// committedMeta is the metadata of the group's commit of partition k, ""
+// when it has none.
+func (c *Consumer) committedMeta(ctx context.Context, cl *kgo.Client, k partKey) (string, error) {
+	resps, err := kadm.NewClient(cl).FetchOffsets(ctx, c.cfg.Group)
+	if err != nil {
+		return "", err
+	}
+	r, ok := resps.Lookup(k.topic, k.partition)
+	switch {
+	case ok && r.Err != nil:
+		return "", r.Err
+	case ok && r.At >= 0:
+		return r.Metadata, nil
+	}
+	return "", nil
+}
+
+// parkUnread marks partitions whose group commit could not be read at
+// assignment: with parking off, the commit loop reads it before their
+// first commit (keepParkSections); with parking on, their rebuild does.
+func parkUnread(parts []*partition) {
+	for _, p := range parts {
+		p.mu.Lock()
+		p.parkOffUnread = p.pk == nil
+		p.mu.Unlock()
+	}
+}
+
+// warnParkOff says that partition k's group commit holds a park section
+// while parking is off.
+func (c *Consumer) warnParkOff(k partKey) {
+	c.log().Warn().Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).
+		Msg("assign: parking is off, but the group's commit holds a park position: records parked when it was on stay in the park topic, not handled, while their sessions' later records are; the position is kept in this member's commits so that turning parking on again retries them. List them with lanes park inspect")
+}
+
+// keepParkSections reads, for partitions of parts with parking off whose
+// group commit could not be read at assignment, that commit's park
+// section: their commits keep it (partition.parkKept). Until it is read
+// they commit nothing.
+func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) {
+	for _, p := range parts {
+		p.mu.Lock()
+		unread := p.pk == nil && p.parkOffUnread
+		p.mu.Unlock()
+		if !unread {
+			continue
+		}
+		meta, err := c.committedMeta(ctx, c.client, p.key)
+		if err != nil {
+			c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+				Msg("commit: cannot read the group's commit of the partition yet (a park section to keep?); it is not committed until it can be")
+			continue
+		}
+		if p.parkCommitted(meta) {
+			c.warnParkOff(p.key)
+		}
+	}
+}
