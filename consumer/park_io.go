@@ -43,19 +43,26 @@ type parkIO struct {
 	client  *kgo.Client
 	leaders leaderCache  // of park partitions, for readAt
 	fetches atomic.Int64 // fetches readAt made (tests)
+	limits  parkLimits   // max.message.bytes of the park topics (park_size.go)
 }
 
+// openPark starts the park client. Its batches to each park topic are
+// capped at the topic's max.message.bytes, as check learns it before the
+// first write to the topic (park_size.go).
 func openPark(cfg *Config) (*parkIO, error) {
+	io := &parkIO{cfg: cfg}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytesFn(io.limits.batchMax),
 		kgo.WithLogger(newKgoLogger(cfg.Logger, "park")),
 	}, cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: start park client: %w", err)
 	}
-	return &parkIO{cfg: cfg, client: cl}, nil
+	io.client = cl
+	return io, nil
 }
 
 func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
@@ -86,6 +93,9 @@ func (io *parkIO) check(ctx context.Context, adm *kadm.Client, source string) er
 	}
 	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
 		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (park_size.go)
+				io.learnLimit(park, *c.Value)
+			}
 			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
 				return fmt.Errorf("%w: park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", errParkTopicBad, park, *c.Value)
 			}
