@@ -27,7 +27,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 		return
 	}
-	src, _, err := c.readParked(p, h)
+	src, inLane, err := c.readParked(p, h)
 	if p.isFenced() { // meanwhile: start nothing more (the read may take a while)
 		p.parkAbandon(w.lane)
 		return
@@ -49,7 +49,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	}
 	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
-		Attempt: h.retries + 1}
+		Attempt: inLane + h.retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
 	// The breaker holds a parked retry as any attempt: during an outage
 	// that opened it, a parked head waits (or probes) instead of spending
 	// its park budget, and a failure while it is open is excused.
@@ -78,7 +78,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
-		if c.parkDeadLetter(rw, err, ReasonPermanent) {
+		if c.parkDeadLetter(rw, err, permanentReason(err)) {
 			c.parkMark(p, parkDone, w.lane, h.srcOffset)
 		}
 	case !p.parkFailed(w.lane, now):
