@@ -165,7 +165,7 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			bo = nil
 			continue // the breaker is open, or the member holds its work: the next pass waits
 		}
-		wait, dead, ok := c.afterFailure(head, head.msg.Attempt-excusedN, &bo, cause, span)
+		wait, dead, ok := c.afterFailure(head, head.msg.Attempt-excusedN, &bo, cause, span, nil)
 		if dead {
 			head.p.finish(head.seq, ok)
 			b, bo, excusedN = b[1:], nil, 0

@@ -42,6 +42,7 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	var bo backoff.BackOff // made on the first failure: most messages need none
 	spent := 0             // attempts counted against the budget (not excused by the breaker)
 	var failedAt time.Time // the first counted failure, for parking
+	var park func() bool   // with parking on: parks the record when the in-lane budget is spent (afterFailure)
 	for attempt := 1; ; attempt++ {
 		if !c.silenceWait(w) {
 			return false // fenced, or skipped as stalled while the member held its work
@@ -81,10 +82,11 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			}
 			if c.cfg.Park.shouldPark(err, spent, failedAt, now) {
 				tracing.EndProcess(span, err)
-				return c.parkOut(w, err, spent, failedAt, now, "")
+				return c.parkOut(w, err, m.Attempt, failedAt, now, "")
 			}
+			park = func() bool { return c.parkOut(w, err, m.Attempt, failedAt, time.Now(), "") }
 		}
-		wait, dead, done := c.afterFailure(w, spent, &bo, err, span)
+		wait, dead, done := c.afterFailure(w, spent, &bo, err, span, park)
 		if dead {
 			return done
 		}
@@ -97,8 +99,11 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 // afterFailure decides what a counted failed attempt of w (the spent-th)
 // leads to, and ends its span: the record dead-lettered (dead; done
 // reports whether the broker acknowledged the copy), or a retry after wait.
-// *bo is the record's backoff, made here on its first failure.
-func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err error, span trace.Span) (wait time.Duration, dead, done bool) {
+// *bo is the record's backoff, made here on its first failure. With
+// parking on, park is set: a record whose retry budget is spent by a
+// failure that is not permanent is parked by it instead of dead-lettered
+// (ParkPolicy.After).
+func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err error, span trace.Span, park func() bool) (wait time.Duration, dead, done bool) {
 	pol := c.cfg.Retry
 	reason := c.giveUp(err, spent)
 	if *bo == nil {
@@ -107,6 +112,10 @@ func (c *Consumer) afterFailure(w *work, spent int, bo *backoff.BackOff, err err
 	wait = (*bo).NextBackOff()
 	if reason == "" && wait == backoff.Stop && !pol.Forever {
 		reason = exhaustedReason(err)
+	}
+	if reason != "" && park != nil && !IsPermanent(err) {
+		tracing.EndProcess(span, err)
+		return 0, true, park()
 	}
 	if reason != "" {
 		done = c.deadLetter(w, &w.msg, err, reason, span)

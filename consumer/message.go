@@ -23,8 +23,11 @@ type Message struct {
 	// Group is the consumer group that received it (Config.Group).
 	Group string
 	// Attempt is 1 on the first delivery to the handler and grows by one
-	// on each retry. In a batch (NewBatch) it is 1 plus the failed calls
-	// in which the message was the first one not done.
+	// on each retry. A parked record's (Config.Park) goes on counting from
+	// the park topic: its attempts in its lane, plus its failed retries
+	// from the park topic, plus one (a record forwarded behind its parked
+	// session had none in its lane). In a batch (NewBatch) it is 1 plus
+	// the failed calls in which the message was the first one not done.
 	Attempt int
 }
 

@@ -26,6 +26,15 @@ type ParkPolicy struct {
 	// After parks a record once it has been failing this long in its lane
 	// (from its first failed attempt), whichever of After and
 	// AfterAttempts comes first. Default: [DefaultParkAfter].
+	//
+	// The in-lane retry budget (Config.Retry: MaxAttempts, MaxElapsed)
+	// never dead-letters a record while parking is on: when it ends before
+	// After or AfterAttempts, the record is parked then. Parking is there
+	// so that a session stuck for longer than its lane may wait keeps its
+	// records and its order; dead-lettering them as retries-exhausted
+	// because of a budget set for the in-lane retries would defeat it. A
+	// Permanent (or Undecodable) error is dead-lettered at once, as
+	// without parking (and SkipStalled still skips a stalled record).
 	After time.Duration
 	// Delay is how long a parked session waits before its first retry;
 	// it doubles after each failed retry, up to MaxDelay. Defaults:
@@ -113,7 +122,14 @@ func (p ParkPolicy) withDefaults() (ParkPolicy, error) {
 }
 
 // validatePark checks the parts of cfg parking depends on; cfg.Park has
-// its defaults.
+// its defaults. It does not compare Park.After and Park.AfterAttempts with
+// the in-lane retry budget (Retry): with parking on, a record whose
+// in-lane budget ends first is parked then (ParkPolicy.After), so no
+// combination dead-letters what parking would take. A check could not be
+// exact anyway: the budget by time ends when the next backoff wait (with
+// its jitter) would pass Retry.MaxElapsed, and starts again after the
+// breaker held the record, so a MaxElapsed above Park.After still ended
+// first at times.
 func validatePark(cfg *Config) error {
 	if !cfg.Park.Enabled {
 		return nil
@@ -133,10 +149,6 @@ func validatePark(cfg *Config) error {
 		if park == cfg.DeadLetterTopic {
 			return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is the dead-letter topic", ErrConfig, park, t)
 		}
-	}
-	if r := cfg.Retry; !r.Forever && p.AfterAttempts > r.MaxAttempts && p.After > r.MaxElapsed {
-		return fmt.Errorf("%w: Park.AfterAttempts: %d attempts (or Park.After %v) is past the in-lane retry budget (Retry.MaxAttempts %d, Retry.MaxElapsed %v): records would be dead-lettered instead of parked",
-			ErrConfig, p.AfterAttempts, p.After, r.MaxAttempts, r.MaxElapsed)
 	}
 	if cfg.DeadLetterTopic == "" {
 		return fmt.Errorf("%w: DeadLetterTopic: required with Park.Enabled (a parked record that spends its retries is dead-lettered)", ErrConfig)

@@ -17,25 +17,25 @@ import (
 // Headers of park topic entries (docs/parking.md). A parked copy keeps the
 // record's own key, value and headers and adds these.
 const (
-	HeaderParkKind         = "lanes-park-kind"          // record, done, hold, attempt, fence or release
-	HeaderParkSession      = "lanes-park-session"       // the lane (session) it belongs to
-	HeaderParkEpoch        = "lanes-park-epoch"         // park offset of its writer's fence marker
-	HeaderParkGroup        = "lanes-park-group"         // the consumer group that wrote it
-	HeaderParkGeneration   = "lanes-park-generation"    // fence: the owner's generation (classic) or member epoch (KIP-848)
-	HeaderParkTopicID      = "lanes-park-topic-id"      // fence: the source topic's ID (hex), its incarnation
+	HeaderParkKind       = "lanes-park-kind"       // record, done, hold, attempt, fence or release
+	HeaderParkSession    = "lanes-park-session"    // the lane (session) it belongs to
+	HeaderParkEpoch      = "lanes-park-epoch"      // park offset of its writer's fence marker
+	HeaderParkGroup      = "lanes-park-group"      // the consumer group that wrote it
+	HeaderParkGeneration = "lanes-park-generation" // fence: the owner's generation (classic) or member epoch (KIP-848)
+	HeaderParkTopicID    = "lanes-park-topic-id"   // fence: the source topic's ID (hex), its incarnation
 	// HeaderParkGenerationReset marks a fence whose generation starts the
 	// comparison again ("true"): the group's generations started again.
 	HeaderParkGenerationReset = "lanes-park-generation-reset"
-	HeaderParkThrough      = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
-	HeaderParkRetries      = "lanes-park-retries"       // attempt: failed retries of the head so far
-	HeaderParkTopic        = "lanes-park-topic"         // source topic
-	HeaderParkPartition    = "lanes-park-partition"     // source partition
-	HeaderParkOffset       = "lanes-park-offset"        // source offset
-	HeaderParkAttempts     = "lanes-park-attempts"      // failed attempts before it was parked
-	HeaderParkFirstFailure = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
-	HeaderParkNotBefore    = "lanes-park-not-before"    // RFC 3339, its first retry
-	HeaderParkReason       = "lanes-park-reason"        // why it was parked
-	HeaderParkSource       = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
+	HeaderParkThrough         = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
+	HeaderParkRetries         = "lanes-park-retries"       // attempt: failed retries of the head so far
+	HeaderParkTopic           = "lanes-park-topic"         // source topic
+	HeaderParkPartition       = "lanes-park-partition"     // source partition
+	HeaderParkOffset          = "lanes-park-offset"        // source offset
+	HeaderParkAttempts        = "lanes-park-attempts"      // failed attempts before it was parked
+	HeaderParkFirstFailure    = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
+	HeaderParkNotBefore       = "lanes-park-not-before"    // RFC 3339, its first retry
+	HeaderParkReason          = "lanes-park-reason"        // why it was parked
+	HeaderParkSource          = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
 )
 
 var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence",
@@ -50,19 +50,26 @@ type parkIO struct {
 	client  *kgo.Client
 	leaders leaderCache  // of park partitions, for readAt
 	fetches atomic.Int64 // fetches readAt made (tests)
+	limits  parkLimits   // max.message.bytes of the park topics (park_size.go)
 }
 
+// openPark starts the park client. Its batches to each park topic are
+// capped at the topic's max.message.bytes, as check learns it before the
+// first write to the topic (park_size.go).
 func openPark(cfg *Config) (*parkIO, error) {
+	io := &parkIO{cfg: cfg}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytesFn(io.limits.batchMax),
 		kgo.WithLogger(newKgoLogger(cfg.Logger, "park")),
 	}, cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: start park client: %w", err)
 	}
-	return &parkIO{cfg: cfg, client: cl}, nil
+	io.client = cl
+	return io, nil
 }
 
 func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
@@ -112,6 +119,9 @@ func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string
 	}
 	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
 		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (park_size.go)
+				io.learnLimit(park, *c.Value)
+			}
 			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
 				return fmt.Errorf("%w: park topic %s is compacted (cleanup.policy=%s): set cleanup.policy=delete, a compacted park topic loses parked records", errParkTopicBad, park, *c.Value)
 			}

@@ -73,7 +73,10 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if cause != nil {
 		reason = cause.Error()
 	}
-	rec := c.park.copyOf(w.rec, w.lane, w.p.parkEpoch(), attempts, first, now.Add(c.cfg.Park.Delay), reason)
+	rec, stub, size, limit := c.park.fit(c.park.copyOf(w.rec, w.lane, w.p.parkEpoch(), attempts, first, now.Add(c.cfg.Park.Delay), reason))
+	if stub {
+		c.logStub(rec, size, limit, nil)
+	}
 	off, ok := c.parkWrite(w.p, rec)
 	if !ok {
 		return false
@@ -88,21 +91,32 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 }
 
 // parkWrite writes rec until acknowledged, or until p is fenced (false).
+// A failing write shows in Stats, Health and the log (parkWriteFailed); a
+// parked copy refused as too large is written as its stub instead.
 func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = c.cfg.Retry.InitialInterval, c.cfg.Retry.MaxInterval, 0
+	var failing uint64 // this write among p's failing park writes; 0 while it has not failed
+	defer func() { p.parkWrites.ended(failing) }()
 	for {
 		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 		off, err := c.park.write(ctx, rec)
 		cancel()
 		if err == nil {
+			if failing != 0 {
+				c.parkWriteRecovered(p, rec, failing)
+			}
 			return off, true
 		}
 		if p.isFenced() {
 			return 0, false
 		}
-		c.log().Error().Err(err).Str("park_topic", rec.Topic).Int32("partition", rec.Partition).
-			Msg("park: write failed; retrying, the record holds its partition meanwhile")
+		if stub := stubFor(rec, err); stub != nil {
+			c.logStub(rec, 0, 0, err)
+			rec = stub
+			continue
+		}
+		failing = c.parkWriteFailed(p, rec, failing, err)
 		if !p.waitRetry(parkSeq, bo.NextBackOff()) {
 			return 0, false
 		}

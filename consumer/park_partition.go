@@ -315,6 +315,14 @@ type ParkStats struct {
 	// Error is why the parked set could not be rebuilt (the partition then
 	// starts nothing); "" normally.
 	Error string `json:"error"`
+	// WriteError is the error of a write to the park partition (a parked
+	// copy or a marker) failing for WriteFailingFor, the longest failing
+	// when several are: what waits for it holds the partition (a record
+	// to park holds the watermark), and it is retried until it succeeds.
+	// "" when no park write fails; it clears when that write succeeds or
+	// the partition leaves this member.
+	WriteError      string        `json:"write_error"`
+	WriteFailingFor time.Duration `json:"write_failing_for"`
 }
 
 // parkStatsLocked fills ps.Park. p.mu held.
@@ -327,14 +335,18 @@ func (p *partition) parkStatsLocked(ps *PartitionStats, now time.Time) {
 	if p.pk.unavailable != nil {
 		ps.Park.Error = p.pk.unavailable.Error()
 	}
+	p.parkWrites.fill(&ps.Park, now)
 }
 
-// parkReasons are Health's reasons about parking: partitions whose parked
-// set could not be rebuilt, and those whose oldest parked record is older
-// than age.
+// parkReasons are Health's reasons about parking: partitions whose park
+// writes fail, whose parked set could not be rebuilt, and whose oldest
+// parked record is older than age.
 func parkReasons(parts []PartitionStats, age time.Duration) []string {
 	var out []string
 	for _, ps := range parts {
+		if r := parkWriteReason(ps); r != "" {
+			out = append(out, r)
+		}
 		switch {
 		case ps.Park.Error != "":
 			out = append(out, fmt.Sprintf("%s/%d parked sessions unavailable, partition held: %s", ps.Topic, ps.Partition, ps.Park.Error))

@@ -27,7 +27,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 		return
 	}
-	src, err := c.readParked(p, h)
+	src, inLane, err := c.readParked(p, h)
 	if p.isFenced() { // meanwhile: start nothing more (the read may take a while)
 		p.parkAbandon(w.lane)
 		return
@@ -49,7 +49,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	}
 	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
-		Attempt: h.retries + 1}
+		Attempt: inLane + h.retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
 	// The breaker holds a parked retry as any attempt: during an outage
 	// that opened it, a parked head waits (or probes) instead of spending
 	// its park budget, and a failure while it is open is excused.
@@ -78,7 +78,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
-		if c.parkDeadLetter(rw, err, ReasonPermanent) {
+		if c.parkDeadLetter(rw, err, permanentReason(err)) {
 			c.parkMark(p, parkDone, w.lane, h.srcOffset)
 		}
 	case !p.parkFailed(w.lane, now):
@@ -127,10 +127,12 @@ func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone erro
 }
 
 // readParked reads the parked copy of head h back from its park partition
-// and returns the source record it carries, as the handler is to see it.
-// A copy removed by retention is read from the source partition instead
-// (the same record) while that one still has it.
-func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error) {
+// and returns the source record it carries, as the handler is to see it,
+// and the failed attempts it had in its lane before it was parked (0 when
+// its copy is gone). A copy removed by retention is read from the source
+// partition instead (the same record) while that one still has it; so is
+// the record of a stub (park_size.go).
+func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, int, error) {
 	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 	defer cancel()
 	ahead := p.parkAhead()
@@ -140,10 +142,11 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 		var err error
 		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
 		if errors.Is(err, errRecordGone) {
-			return c.readSource(ctx, p, h, err)
+			src, err := c.readSource(ctx, p, h, err)
+			return src, 0, err
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		ahead.keep(p.parkNeeded(after))
 	}
@@ -153,12 +156,16 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, error)
 		// while parked. The source partition still has the record.
 		err = fmt.Errorf("%w: park topic %s/%d: the entry at %d is no parked copy of source offset %d",
 			errRecordGone, r.Topic, r.Partition, h.parkOffset, h.srcOffset)
-		return c.readSource(ctx, p, h, err)
+		src, err := c.readSource(ctx, p, h, err)
+		return src, 0, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
+		return nil, 0, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
 	}
-	return src, nil
+	if isStub(r) {
+		src, err = c.readStub(ctx, p, h, src)
+	}
+	return src, parkedAttempts(r), err
 }
 
 // readSource reads parked head h from its source partition: its copy is

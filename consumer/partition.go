@@ -74,6 +74,8 @@ type partition struct {
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
 
+	parkWrites parkWriteFails // its park writes failing now, with Config.Park (park_write.go)
+
 	commitErr  error     // the error of the last commit of this partition; nil after a success
 	commitFrom time.Time // when its commits started failing
 

@@ -8,8 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Ping checks that a broker answers and that every consumed topic and the
-// dead-letter topic exist, so a service can fail fast, or report, at
+// Ping checks that a broker answers and that every consumed topic, the
+// dead-letter topic and, with Config.Park, every park topic exist, so a
+// service can fail fast, or report, at
 // start. It works before Run (and while it runs) with a short-lived client
 // of its own, made from Brokers and ClientOptions like Run's. It returns
 // nil, an error wrapping ErrUnreachable naming the brokers and the last
@@ -36,7 +37,7 @@ func (c *Consumer) Ping(ctx context.Context) error {
 		return fmt.Errorf("consumer: ping: topic metadata from %v: %w", c.cfg.Brokers, err)
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s (brokers %v); create them or fix Config.Topics / Config.DeadLetterTopic",
+		return fmt.Errorf("%w: %s (brokers %v); create them or fix Config.Topics / Config.DeadLetterTopic / Config.Park.TopicSuffix",
 			ErrTopicMissing, strings.Join(missing, ", "), c.cfg.Brokers)
 	}
 	return nil

@@ -19,11 +19,12 @@ import (
 // CommitInterval, so its reason clears soon after it is created.
 const topicRecheck = 30 * time.Second
 
-// topicWatch knows which of the consumed topics and the dead-letter topic
-// the brokers said do not exist, as of the latest check.
+// topicWatch knows which of the consumed topics, the dead-letter topic and
+// the park topics the brokers said do not exist, as of the latest check.
 type topicWatch struct {
 	consumed []string // Config.Topics
 	dlq      string   // Config.DeadLetterTopic; "" without one
+	park     []string // the park topics, with Config.Park (park_topics.go)
 	log      *zerolog.Logger
 
 	mu           sync.Mutex
@@ -31,19 +32,22 @@ type topicWatch struct {
 	missingSince time.Time
 	dlqMissing   bool
 	dlqSince     time.Time
+	parkMissing  []string // park topics missing
+	parkSince    time.Time
 }
 
 func newTopicWatch(cfg *Config) *topicWatch {
-	return &topicWatch{consumed: cfg.Topics, dlq: cfg.DeadLetterTopic, log: cfg.Logger}
+	return &topicWatch{consumed: cfg.Topics, dlq: cfg.DeadLetterTopic, park: parkTopics(cfg), log: cfg.Logger}
 }
 
-// all returns every topic the consumer needs: the consumed ones and the
-// dead-letter topic.
+// all returns every topic the consumer needs: the consumed ones, the
+// dead-letter topic and the park topics.
 func (w *topicWatch) all() []string {
-	if w.dlq == "" {
-		return w.consumed
+	out := slices.Clone(w.consumed)
+	if w.dlq != "" {
+		out = append(out, w.dlq)
 	}
-	return append(slices.Clone(w.consumed), w.dlq)
+	return append(out, w.park...)
 }
 
 // topicLoop checks the topics when Run starts and again until bg ends:
@@ -79,15 +83,19 @@ func (c *Consumer) topicLoop(bg context.Context) {
 // update takes a check's answer: the topics missing among all(). It warns
 // when a topic goes missing and says so at info when it exists again.
 func (w *topicWatch) update(missing []string, now time.Time) {
-	var consumed []string
+	var consumed, park []string
 	dlq := false
 	for _, t := range missing {
-		if t == w.dlq {
+		switch {
+		case t == w.dlq:
 			dlq = true
-		} else {
+		case slices.Contains(w.park, t):
+			park = append(park, t)
+		default:
 			consumed = append(consumed, t)
 		}
 	}
+	w.updatePark(park, now)
 	w.mu.Lock()
 	was, wasDLQ := w.missing, w.dlqMissing
 	if len(consumed) > 0 && len(was) == 0 {
@@ -130,7 +138,7 @@ func without(a, b []string) []string {
 func (w *topicWatch) anyMissing() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.missing) > 0 || w.dlqMissing
+	return len(w.missing) > 0 || w.dlqMissing || len(w.parkMissing) > 0
 }
 
 // reasons are the readiness reasons about missing topics.
@@ -145,6 +153,9 @@ func (w *topicWatch) reasons() []string {
 	if w.dlqMissing {
 		out = append(out, fmt.Sprintf("dead-letter topic missing since %s: [%s]: a record that fails holds its partition until it exists; create it or fix Config.DeadLetterTopic",
 			w.dlqSince.UTC().Format(time.RFC3339), w.dlq))
+	}
+	if len(w.parkMissing) > 0 {
+		out = append(out, parkMissingReason(w.parkMissing, w.parkSince))
 	}
 	return out
 }
