@@ -97,6 +97,7 @@ func build(cfg Config) (*Consumer, error) {
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
 	c.stop.done = make(chan struct{})
+	c.stop.begun, c.stop.begin = context.WithCancel(context.Background())
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {

@@ -251,6 +251,13 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 // left undone, the shutdown names it in ErrUnfinished, and the partition's
 // next owner runs it again.
 func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
+	if errors.Is(err, context.Canceled) { // ended by the revoke or shutdown: no failure
+		w.p.dlqCut(w.seq, w.rec.Offset, time.Now())
+		l := c.recordLog(span, w)
+		l.Info().Str("dlq", c.cfg.DeadLetterTopic).
+			Msg("dead-letter write ended by the revoke or shutdown before the broker answered: the record is left undone; its next owner runs it again")
+		return
+	}
 	c.stats.dlqFailures.Add(1)
 	w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
 	l := c.recordLog(span, w)

@@ -232,7 +232,11 @@ func TestShutdownBoundedWithUnansweredDLQ(t *testing.T) {
 	if took := time.Since(began); took > bound {
 		t.Fatalf("Run returned %v after cancel, bound %v", took, bound)
 	}
-	if !errors.Is(err, ErrUnfinished) {
-		t.Fatalf("Run: %v, want ErrUnfinished (the record's DLQ write never finished)", err)
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "ended by the shutdown before the broker answered") ||
+		strings.Contains(err.Error(), "failing") {
+		t.Fatalf("Run: %v, want ErrUnfinished naming the DLQ write the shutdown ended (not failing: it was cut)", err)
+	}
+	if n := c.Stats().DeadLetterFailures; n != 0 {
+		t.Fatalf("Stats.DeadLetterFailures %d; want 0: the write was cut, not failing", n)
 	}
 }

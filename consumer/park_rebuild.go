@@ -26,7 +26,7 @@ import (
 // starts nothing (parkUnavailable) until the park loop's retry succeeds
 // (retryRebuild).
 func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*partition) {
-	if c.park == nil || len(parts) == 0 {
+	if _, stopping := c.stop.beganAt(); c.park == nil || len(parts) == 0 || stopping {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
@@ -48,6 +48,11 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 			}
 			if err == nil {
 				break
+			}
+			if _, stopping := c.stop.beganAt(); stopping {
+				c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+					Msg("park: the shutdown began during the rebuild of the parked sessions: nothing of the partition is handled here, its commit keeps the park position it found, and its next owner rebuilds them")
+				return
 			}
 			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
 				p.parkUnavailable(err, time.Now())

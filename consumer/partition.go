@@ -95,6 +95,10 @@ type dlqFail struct {
 	offset int64
 	err    string    // the last write's error
 	at     time.Time // when its first write failed
+	// cut: the write did not fail, the shutdown (or a revoke) ended it
+	// before the broker answered; not reported as failing, only named by
+	// the shutdown as unfinished.
+	cut bool
 }
 
 // newPartition makes the state of one assignment; its attempts run under a
@@ -293,7 +297,7 @@ func (p *partition) deadLetterBlocked() (offset int64, since time.Time, err stri
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
-		if !ok || f.offset < offset {
+		if !f.cut && (!ok || f.offset < offset) {
 			offset, since, err, ok = f.offset, f.at, f.err, true
 		}
 	}
@@ -422,6 +426,36 @@ func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Tim
 	return !seen
 }
 
+// dlqCut records that the dead-letter write of the record seq (at offset)
+// was ended by the partition's revoke or shutdown before the broker
+// answered: not a failing write (Stats and Health do not report it), but
+// a record left undone, which the shutdown names. A failure recorded
+// before stays reported.
+func (p *partition) dlqCut(seq uint64, offset int64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, failing := p.dlqFails[seq]; failing || p.tr.isDone(seq) {
+		return
+	}
+	if p.dlqFails == nil {
+		p.dlqFails = map[uint64]dlqFail{}
+	}
+	p.dlqFails[seq] = dlqFail{offset: offset, at: now, cut: true}
+}
+
+// deadLetterCut reports the lowest offset whose dead-letter write the
+// revoke or shutdown ended before the broker answered.
+func (p *partition) deadLetterCut() (offset int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.dlqFails {
+		if f.cut && (!ok || f.offset < offset) {
+			offset, ok = f.offset, true
+		}
+	}
+	return offset, ok
+}
+
 // forgetDLQLocked drops the failed dead-letter writes of records that are
 // done, by whatever path: a failure is reported only while its record
 // holds the partition. Called wherever records become done. p.mu held.
@@ -463,7 +497,7 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		ps.WatermarkAge = now.Sub(p.movedAt)
 	}
 	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
-		if ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt {
+		if !f.cut && (ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt) {
 			ps.DeadLetterBlockedAt, ps.DeadLetterError, ps.DeadLetterBlockedFor = f.offset, f.err, now.Sub(f.at)
 		}
 	}

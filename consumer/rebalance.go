@@ -14,17 +14,28 @@ import (
 
 // onAssigned creates fresh state, with a new epoch, for each gained
 // partition, clears any pause left over from an earlier assignment, and
-// sets where each starts.
+// sets where each starts. Partitions assigned during a shutdown start
+// fenced (nothing of them is handled), and so do those whose take-up the
+// shutdown overtakes; their start is still read, within the shutdown's
+// bound, so that its final commit hands a fresh partition's start position
+// on (StartLatest: the end now) and keeps a park position it found. The
+// parked sets' rebuild serves only handling: it ends when the shutdown
+// begins.
 func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	parts := c.own.assign(assigned, c.cfg.MaxBufferedRecords, c.flow.mark)
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
-	if _, stopping := c.stop.beganAt(); !stopping { // partitions assigned during a shutdown start fenced: nothing to read
-		_, gen := cl.GroupMetadata()
-		c.enablePark(parts, gen)
-		c.loadCommitted(ctx, cl, parts)
-		c.rebuildParks(ctx, cl, parts)
+	_, gen := cl.GroupMetadata()
+	c.enablePark(parts, gen)
+	if _, stopping := c.stop.beganAt(); stopping {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.finalDeadline(time.Now()))
+		defer cancel()
 	}
+	c.loadCommitted(ctx, cl, parts)
+	ctx, cancel := c.stop.untilShutdown(ctx)
+	defer cancel()
+	c.rebuildParks(ctx, cl, parts)
 }
 
 // loadCommitted reads the group's committed offsets for newly assigned

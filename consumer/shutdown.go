@@ -20,6 +20,11 @@ import (
 // counted from that moment, so Run's bound holds in every interleaving.
 type stopper struct {
 	began atomic.Int64 // when the shutdown began, Unix nanoseconds; 0 before
+	// begun ends when the shutdown begins (begin): what a partition's
+	// take-up does that only serves handling (rebuilding parked sets) ends
+	// with it.
+	begun context.Context
+	begin context.CancelFunc
 
 	done chan struct{} // closed once the drain is over (made by drainOnStop)
 	left []*partition  // still running handlers when it ended; read after done
@@ -41,12 +46,21 @@ func (s *stopper) beganAt() (time.Time, bool) {
 func (c *Consumer) drainOnStop(pollCtx context.Context, stopBg context.CancelFunc) {
 	<-pollCtx.Done()
 	c.stop.began.Store(time.Now().UnixNano())
+	c.stop.begin()
 	stopBg()
 	parts := c.own.stop()
 	c.stop.left = waitDrained(context.Background(), parts, c.cfg.ShutdownTimeout)
 	c.stop.all = parts
 	c.cancelWork() // handlers still running, retry waits and DLQ writes end
 	close(c.stop.done)
+}
+
+// untilShutdown is ctx, ended also when the shutdown begins; call its
+// cancel when done.
+func (s *stopper) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.begun, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // finalDeadline is the deadline of a commit starting at now: CommitTimeout
@@ -117,6 +131,9 @@ func (c *Consumer) unfinished() error {
 		if off, since, err, ok := p.deadLetterBlocked(); ok {
 			why = append(why, fmt.Sprintf("%s/%d: dead-letter write of offset %d to %q failing since %s: %s",
 				p.key.topic, p.key.partition, off, c.cfg.DeadLetterTopic, since.UTC().Format(time.RFC3339), err))
+		} else if off, ok := p.deadLetterCut(); ok {
+			why = append(why, fmt.Sprintf("%s/%d: dead-letter write of offset %d to %q ended by the shutdown before the broker answered",
+				p.key.topic, p.key.partition, off, c.cfg.DeadLetterTopic))
 		}
 	}
 	if len(why) == 0 {
