@@ -202,7 +202,8 @@ type Config struct {
 	// leave) and kgo.ConsumeResetOffset (use StartOffset: lanes commits the
 	// start position it lists, which must be where the client starts). Options that
 	// would break lanes' guarantees (auto-commit, a different group or
-	// topics) must not be passed.
+	// topics) must not be passed. The consumer reads at read_committed; a
+	// kgo.FetchIsolationLevel here wins.
 	ClientOptions []kgo.Opt
 }
 

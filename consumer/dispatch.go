@@ -63,7 +63,7 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 		drop = make([]bool, len(recs))
 		c.userMu.Lock()
 		for i, r := range recs {
-			drop[i] = !c.cfg.Filter(r)
+			drop[i] = !r.Attrs.IsControl() && !c.cfg.Filter(r) // a transaction marker is no message
 		}
 		c.userMu.Unlock()
 	}

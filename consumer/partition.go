@@ -134,9 +134,9 @@ func (p *partition) unlock(flipped bool) {
 // admit registers one fetch's records, in offset order, and calls run with
 // the index and sequence number of each record to hand to a lane. drop
 // holds Filter's verdicts (nil: keep all).
-// Records the commit metadata lists as completed, and filtered ones, are
-// done at once. A fenced partition admits nothing: its next owner reads the
-// records again.
+// Records the commit metadata lists as completed, filtered ones, and
+// control records (transaction markers: no message) are done at once. A
+// fenced partition admits nothing: its next owner reads the records again.
 func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i int, seq uint64)) (filtered, prior, truncated int) {
 	p.mu.Lock()
 	if p.fenced {
@@ -157,6 +157,8 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 			p.prior = skipper{} // it described the log before the truncation
 		}
 		switch {
+		case r.Attrs.IsControl():
+			p.tr.done(seq)
 		case p.prior.done(r.Offset):
 			p.tr.done(seq)
 			prior++

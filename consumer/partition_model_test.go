@@ -12,8 +12,8 @@ import (
 )
 
 // The partition's model-based test: random interleavings of fetch (with
-// filtered records, records completed before the assignment, and log
-// truncations), stashing while full and draining the stash, start, finish
+// filtered records, records completed before the assignment, control
+// records, and log truncations), stashing while full and draining the stash, start, finish
 // (done or not), skip as stalled, commit (acknowledged or failed), fence
 // and release, checked after every step against a small reference model of
 // the same partition. Truncations are drawn only for a fetch admitted at once;
@@ -23,6 +23,7 @@ import (
 type modelRec struct {
 	rec     *kgo.Record
 	drop    bool // Filter's verdict
+	ctl     bool // a control record (transaction marker): done at admission
 	offset  int64
 	seq     uint64
 	state   int // queued, running, finished (left its lane), none (never queued), stashed
@@ -124,8 +125,12 @@ func (m *partModel) fetch() {
 	var fetched []*modelRec
 	for i := 0; i < n; i++ {
 		r := &kgo.Record{Topic: "t", Offset: m.next}
+		ctl := m.rng.IntN(10) == 0
+		if ctl {
+			r.Attrs = kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Transactional: true, Control: true})
+		}
 		recs = append(recs, r)
-		fetched = append(fetched, &modelRec{rec: r, drop: m.rng.IntN(8) == 0, offset: r.Offset, state: mStashed,
+		fetched = append(fetched, &modelRec{rec: r, drop: m.rng.IntN(8) == 0, ctl: ctl, offset: r.Offset, state: mStashed,
 			session: m.rng.IntN(3)})
 		m.next += 1 + int64(m.rng.IntN(2))
 	}
@@ -164,7 +169,7 @@ func (m *partModel) admit(fetched []*modelRec) {
 		delete(m.prior, mr.offset)
 		mr.state = mNone
 		switch {
-		case prior || mr.drop:
+		case prior || mr.drop || mr.ctl:
 			mr.done = true
 		default:
 			if wi >= len(ws) || ws[wi].rec != mr.rec {

@@ -6,7 +6,8 @@ package consumer
 // everything fetched is done.
 //
 // Records of a partition are fetched in increasing offset order, possibly
-// with gaps (compaction, transaction markers). The tracker keeps one slot
+// with gaps (compaction, aborted transactions; transaction markers arrive
+// as control records, done at once). The tracker keeps one slot
 // per fetched record in a ring buffer, from the oldest unfinished record to
 // the newest fetched one; offsets that were never fetched have no slot, so
 // they cannot hold the watermark back. Each fetched record gets a sequence
