@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/lanesdev/lanes/tracing"
@@ -248,6 +249,9 @@ func (cfg Config) validate() (Config, error) {
 		if t == "" {
 			return bad("Topics", "entry %d is empty", i)
 		}
+		if j := slices.Index(cfg.Topics, t); j < i {
+			return bad("Topics", "%q is listed twice (entries %d and %d)", t, j, i)
+		}
 		if t == cfg.DeadLetterTopic {
 			return bad("DeadLetterTopic", "%q is also a consumed topic", t)
 		}
@@ -313,6 +317,11 @@ func (cfg Config) validate() (Config, error) {
 		if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
 			return cfg, err
 		}
+	} else if cfg.Breaker != (BreakerPolicy{}) {
+		return bad("Breaker", "fields are set but Breaker.Enabled is false: set Enabled to turn the breaker on, or leave the policy empty")
+	}
+	if !cfg.Park.Enabled && cfg.Park != (ParkPolicy{}) {
+		return bad("Park", "fields are set but Park.Enabled is false: set Enabled to turn parking on, or leave the policy empty")
 	}
 	if err := validatePark(&cfg); err != nil {
 		return cfg, err

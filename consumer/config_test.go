@@ -44,6 +44,9 @@ func TestConfigValidation(t *testing.T) {
 		{"retry jitter", func(c *Config) { c.Retry.Jitter = 2 }, "Retry.Jitter"},
 		{"retry attempts", func(c *Config) { c.Retry.MaxAttempts = -1 }, "Retry.MaxAttempts"},
 		{"retry elapsed", func(c *Config) { c.Retry.MaxElapsed = -1 }, "Retry.MaxElapsed"},
+		{"topic twice", func(c *Config) { c.Topics = []string{"t", "u", "t"} }, "Topics"},
+		{"breaker fields, breaker off", func(c *Config) { c.Breaker.Window = time.Minute }, "Breaker"},
+		{"park fields, parking off", func(c *Config) { c.Park.MaxAttempts = 3 }, "Park"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

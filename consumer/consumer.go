@@ -66,11 +66,15 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: handler: must not be nil", ErrConfig)
 	}
+	th, isMap := h.(TopicHandlers)
+	if isMap && len(cfg.Topics) == 0 {
+		cfg.Topics = th.topics() // the map names what is consumed
+	}
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	if th, ok := h.(TopicHandlers); ok {
+	if isMap {
 		if err := th.check(cfg.Topics); err != nil {
 			return nil, err
 		}

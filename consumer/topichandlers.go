@@ -12,7 +12,8 @@ import (
 // topics still share one lane: they are handled one at a time, in order of
 // arrival, whichever handler each goes to. New checks that every topic of
 // Config.Topics has a handler and that no handler is for a topic not
-// consumed; Middleware wraps the whole map.
+// consumed; with Config.Topics left empty, the map's topics are consumed.
+// Middleware wraps the whole map.
 type TopicHandlers map[string]Handler
 
 // Handle calls the handler of m's topic. A topic without one (only when
@@ -23,6 +24,17 @@ func (t TopicHandlers) Handle(ctx context.Context, m *Message) error {
 		return Permanent(fmt.Errorf("consumer: no handler for topic %s in TopicHandlers", m.Record.Topic))
 	}
 	return h.Handle(ctx, m)
+}
+
+// topics are the topics t has handlers for, sorted: Config.Topics when
+// it is left empty.
+func (t TopicHandlers) topics() []string {
+	out := make([]string, 0, len(t))
+	for topic := range t {
+		out = append(out, topic)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // check says what is wrong with t for topics: a consumed topic without a

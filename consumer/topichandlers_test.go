@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,5 +64,19 @@ func TestTopicHandlersCheck(t *testing.T) {
 	err := TopicHandlers{}.Handle(context.Background(), &Message{Record: &kgoRecord{Topic: "x"}})
 	if !IsPermanent(err) || !strings.Contains(err.Error(), "topic x") {
 		t.Errorf("unknown topic: %v, want a permanent error naming it", err)
+	}
+}
+
+// TestTopicHandlersNameTopics: with Config.Topics left empty, a
+// TopicHandlers map's topics are the ones consumed.
+func TestTopicHandlersNameTopics(t *testing.T) {
+	ok := HandlerFunc(func(context.Context, *Message) error { return nil })
+	c, err := New(Config{Brokers: []string{"127.0.0.1:9092"}, Group: "g", DeadLetterTopic: "dlq"},
+		TopicHandlers{"orders": ok, "chats": ok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.cfg.Topics; !slices.Equal(got, []string{"chats", "orders"}) {
+		t.Fatalf("Topics %q; want the map's, sorted", got)
 	}
 }
