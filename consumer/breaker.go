@@ -177,6 +177,9 @@ type breaker struct {
 	// by the gate (breaker_gate.go) to name a probe given up as hung; the
 	// state machine never reads it.
 	probeWork atomic.Pointer[probeRec]
+	// heldTime is told, under mu, when the breaker opens and closes, for
+	// the stall watch (stall_clock.go); nil: not told.
+	heldTime *holdClock
 
 	mu         sync.Mutex
 	isOpen     bool
@@ -275,6 +278,7 @@ func (b *breaker) report(now time.Time, probe probeID, o outcome) (transition, p
 			b.open.Store(false)
 			b.clearWindow()
 			close(b.closedCh)
+			b.heldTime.set(holdBreaker, false, now)
 			return becameClosed, hung
 		case failure:
 			b.nextProbe = now.Add(b.pol.ProbeInterval)
@@ -307,6 +311,7 @@ func (b *breaker) report(now time.Time, probe probeID, o outcome) (transition, p
 	b.opens++
 	b.closedCh = make(chan struct{})
 	b.clearWindow()
+	b.heldTime.set(holdBreaker, true, now)
 	return becameOpen, hung
 }
 

@@ -162,13 +162,17 @@ type Config struct {
 
 	// StallTimeout reports a partition whose watermark has not moved for
 	// this long while a record holds it: a warning, Stats.Stalls and
-	// PartitionStats.Stalled. Default: [DefaultStallTimeout].
+	// PartitionStats.Stalled. Time during which this member's work was
+	// held as a whole (a silence hold: its group coordinator answers no
+	// heartbeat; an open Breaker) does not count: a hold is not a stall
+	// (PartitionStats.StalledFor). Default: [DefaultStallTimeout].
 	StallTimeout time.Duration
 	// SkipStalled, when set, also writes the record holding a stalled
 	// partition to the DLQ (reason "stalled") and counts its offset done, so
 	// the partition moves on. Its lane still waits for the stuck handler to
-	// return before running that session's next message. Default: false
-	// (report only).
+	// return before running that session's next message. Nothing is
+	// skipped while this member's work is held, nor when the hold ends.
+	// Default: false (report only).
 	SkipStalled bool
 
 	// Logger receives lanes' own log lines: one per DLQ write, per retry

@@ -32,6 +32,10 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker // nil unless Config.Breaker.Enabled
 	park    *parkIO  // nil unless Config.Park.Enabled
+	// held measures the time the member's work is held as a whole (a
+	// silence hold, an open breaker), which the stall watch does not count
+	// (stall_clock.go).
+	held *holdClock
 	// parkLoopQueued counts the parked retries the park loop queued (the
 	// others follow a done head at once: parkMark).
 	parkLoopQueued atomic.Int64
@@ -100,12 +104,15 @@ func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
+	c.held = &holdClock{}
+	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})
 	c.stop.begun, c.stop.begin = context.WithCancel(context.Background())
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
 		c.brk = newBreaker(cfg.Breaker, slowLimit(cfg.HandlerTimeout))
+		c.brk.heldTime = c.held
 		c.flow.holdFn = c.brk.wantsHold
 	}
 	var err error
@@ -320,6 +327,7 @@ func (c *Consumer) Stats() Stats {
 	}
 	s.dlqMu.Unlock()
 	now := time.Now()
+	out.WorkHeld = c.held.read(now).on.String()
 	out.Partitions = []PartitionStats{}
 	for _, p := range c.own.all() {
 		out.Partitions = append(out.Partitions, p.stats(now))

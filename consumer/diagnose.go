@@ -36,8 +36,14 @@ func (c *Consumer) diagnose(out *Stats) {
 				}
 				ss.Running, ss.RunningFor = true, time.Duration(now-since)
 			}
-			if w := l.cur.Load(); w != nil && ss.Running {
-				note(out, want, held{w.p, w.seq}, w.session)
+			// The record the lane works on, whether an attempt runs or
+			// not (between retries, in its dead-letter or park write,
+			// waiting for the breaker or a hold): a finished one is done,
+			// so it matches no partition's holder.
+			for _, w := range []*work{l.cur.Load(), l.took} {
+				if w != nil {
+					note(out, want, held{w.p, w.seq}, w.session)
+				}
 			}
 			for _, q := range [][]*work{l.held, l.queue} {
 				for _, w := range q {

@@ -17,7 +17,8 @@ type Health struct {
 	Live bool `json:"live"`
 	// Ready: live, a broker answering, every needed topic present, in its
 	// group (assigned, possibly nothing, and heartbeats answered), and
-	// nothing holds it back: no stalled partition, no dead-letter write
+	// nothing holds it back: no stalled partition (nor one whose record
+	// has waited StallTimeout while the member's work is held), no dead-letter write
 	// failing for a record not done, the last commit of every owned
 	// partition acknowledged, the circuit breaker closed. Each reason
 	// clears as soon as what it names is over; docs/observability.md lists
@@ -50,10 +51,8 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 		h.Reasons = append(h.Reasons, r)
 	}
 	for _, p := range st.Partitions {
-		if p.Stalled {
-			h.Reasons = append(h.Reasons, fmt.Sprintf("%s/%d stalled since %s (%v): held by offset %d, session %q",
-				p.Topic, p.Partition, now.Add(-p.WatermarkAge).UTC().Format(time.RFC3339), p.WatermarkAge.Round(time.Second),
-				p.HeldAt, p.HeldBySession))
+		if r := c.stallReason(p, st.WorkHeld, now); r != "" {
+			h.Reasons = append(h.Reasons, r)
 		}
 		if p.DeadLetterError != "" {
 			h.Reasons = append(h.Reasons, fmt.Sprintf("%s/%d dead-letter writes failing for %v at offset %d: %s",
@@ -72,6 +71,26 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 	}
 	h.Ready = h.Live && len(h.Reasons) == 0
 	return h
+}
+
+// stallReason is p's line about the record holding its watermark: stalled
+// (StalledFor reached StallTimeout), or, while this member's work is held
+// as a whole (held names the holds), held and not stalled once the
+// watermark has waited StallTimeout (the hold's own line says why; this
+// one names the record that waits); "" otherwise.
+func (c *Consumer) stallReason(p PartitionStats, held string, now time.Time) string {
+	since := now.Add(-p.WatermarkAge).UTC().Format(time.RFC3339)
+	switch {
+	case held != "" && p.HeldAt >= 0 && p.WatermarkAge >= c.cfg.StallTimeout:
+		return fmt.Sprintf("%s/%d held, not stalled, since %s (%v): offset %d, session %q waits while this member's work is held (%s); "+
+			"held time does not count toward StallTimeout (%v of %v counted)",
+			p.Topic, p.Partition, since, p.WatermarkAge.Round(time.Second), p.HeldAt, p.HeldBySession, held,
+			p.StalledFor.Round(time.Second), c.cfg.StallTimeout)
+	case p.Stalled && held == "":
+		return fmt.Sprintf("%s/%d stalled since %s (%v): held by offset %d, session %q",
+			p.Topic, p.Partition, since, p.WatermarkAge.Round(time.Second), p.HeldAt, p.HeldBySession)
+	}
+	return ""
 }
 
 // commitReason names the owned partitions whose last commit failed, since

@@ -55,6 +55,13 @@ type lane struct {
 	// held is the batch under way (NewBatch), taken off queue by nextN;
 	// guarded by s.mu, so that the stall watch finds its records.
 	held []*work
+	// took is the record next last took off queue: the one the lane works
+	// on, from before its first attempt (a wait for the breaker or a
+	// silence hold) through its retries to its dead-letter or park write;
+	// guarded by s.mu, so that the stall watch and Stats find it in every
+	// one of those states. It stays set until the next take (a finished
+	// record is done, so it holds no watermark).
+	took *work
 
 	// The attempt under way, for the watchdog: since is its start, a clock
 	// stamp (clock.go), 0 when the lane is between attempts; begin stores it
@@ -143,11 +150,13 @@ func (s *shard) next(l *lane) *work {
 	if len(l.queue) == 0 {
 		delete(s.lanes, l.key)
 		s.lanesOf.alive.Add(-1)
+		l.took = nil
 		return nil
 	}
 	w := l.queue[0]
 	l.queue[0] = nil
 	l.queue = l.queue[1:]
+	l.took = w
 	if len(l.queue) == 0 {
 		l.queue = nil // let a grown backing array go
 	}

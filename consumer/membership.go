@@ -62,6 +62,9 @@ type membership struct {
 	wake chan struct{}
 	// clock is time.Now; a test sets its own.
 	clock func() time.Time
+	// heldTime is told when a hold begins and ends, for the stall watch
+	// (stall_clock.go); nil: not told.
+	heldTime *holdClock
 }
 
 var (
@@ -242,6 +245,7 @@ func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
 	g := &holdGate{since: now, over: make(chan struct{})}
 	m.held.Store(g)
 	m.holds.Add(1)
+	m.heldTime.set(holdSilence, true, now)
 	sent, st := m.sentAt, m.sessionTimeout
 	m.mu.Unlock()
 	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Dur("session_timeout", st).
@@ -258,6 +262,7 @@ func (m *membership) endHoldLocked() *holdGate {
 	g := m.held.Swap(nil)
 	if g != nil {
 		close(g.over)
+		m.heldTime.set(holdSilence, false, m.clock())
 		m.poke()
 	}
 	return g

@@ -68,9 +68,7 @@ type partition struct {
 	committedVersion uint64  // tracker version the last commit (or check) covered
 	prior            skipper // offsets completed before this assignment
 
-	lastWM  int64     // watermark at the last stall check
-	movedAt time.Time // when the stall check last saw it move
-	stalled bool
+	stall stallClock // the stall watch's sample (stall_clock.go)
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
 
@@ -109,7 +107,7 @@ func newPartition(work context.Context, k partKey, epoch uint64, max int, notify
 		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: newTracker(),
 		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
-		committed: -1, hwm: -1, lastWM: -1, movedAt: time.Now(),
+		committed: -1, hwm: -1, stall: stallClock{lastWM: -1, movedAt: time.Now()},
 	}
 }
 
@@ -380,24 +378,6 @@ func (p *partition) startAt(offset int64) {
 	}
 }
 
-// stallCheck samples the watermark for the stall watch: held and seq are
-// the offset and sequence number of the record holding it, stalled whether
-// it has not moved for timeout, fresh whether this check is the first to
-// see that.
-func (p *partition) stallCheck(now time.Time, timeout time.Duration) (held int64, seq uint64, stalled, fresh bool, since time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	wm := p.tr.watermark()
-	held, pending := p.tr.heldBy()
-	if wm != p.lastWM || !pending || p.fenced {
-		p.lastWM, p.movedAt, p.stalled = wm, now, false
-		return 0, 0, false, false, now
-	}
-	fresh = !p.stalled && now.Sub(p.movedAt) >= timeout
-	p.stalled = p.stalled || fresh
-	return held, p.tr.head, p.stalled, fresh, p.movedAt
-}
-
 // head returns the sequence number of the record holding the watermark.
 func (p *partition) head() (uint64, bool) {
 	p.mu.Lock()
@@ -489,15 +469,12 @@ func (p *partition) stats(now time.Time) PartitionStats {
 		Topic: p.key.topic, Partition: p.key.partition,
 		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Stashed: len(p.stash),
-		Paused: p.full || p.paused, Stalled: p.stalled,
-		Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
+		Paused: p.full || p.paused, Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}
 	if held, ok := p.tr.heldBy(); ok {
 		ps.HeldAt = held
 	}
-	if ps.Pending > 0 && p.lastWM == ps.Watermark {
-		ps.WatermarkAge = now.Sub(p.movedAt)
-	}
+	p.stallStatsLocked(&ps, now)
 	for _, f := range p.dlqFails { // the lowest offset: the one nearest the watermark
 		if !f.cut && (ps.DeadLetterBlockedAt < 0 || f.offset < ps.DeadLetterBlockedAt) {
 			ps.DeadLetterBlockedAt, ps.DeadLetterError, ps.DeadLetterBlockedFor = f.offset, f.err, now.Sub(f.at)

@@ -9,38 +9,49 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// checkStalls reports partitions whose watermark has not moved for
-// StallTimeout while a record holds it, and with SkipStalled dead-letters
-// that record so the partition moves on. It runs on the watchdog goroutine;
-// the hot path pays nothing for it (the watchdog samples watermarks).
+// checkStalls reports partitions whose watermark has been held by one
+// record for StallTimeout, not counting the time this member's work was
+// held as a whole (stall_clock.go), and with SkipStalled dead-letters that
+// record so the partition moves on. While a hold is in force nothing is
+// stalled, so nothing is skipped. It runs on the watchdog goroutine; the
+// hot path pays nothing for it (the watchdog samples watermarks).
 func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
+	hr := c.held.read(now)
 	for _, p := range c.own.all() {
-		held, seq, stalled, fresh, since := p.stallCheck(now, c.cfg.StallTimeout)
-		if !stalled {
+		s := p.stallCheck(now, c.cfg.StallTimeout, hr)
+		if !s.stalled {
 			continue
 		}
-		w, l, attempt := c.holder(p, seq)
-		if fresh {
+		w, l, attempt := c.holder(p, s.seq)
+		if s.fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-				Int64("offset", held).Dur("stalled_for", now.Sub(since))
+				Int64("offset", s.offset).Dur("stalled_for", s.counted).Time("watermark_since", s.since).
+				Dur("stall_timeout", c.cfg.StallTimeout)
 			if w != nil {
 				ev = ev.Str("session", w.session).Int("attempts", attempt)
 			}
-			ev.Msg("partition stalled: its watermark has not moved for StallTimeout")
+			msg := "partition stalled: one record has held its watermark for StallTimeout (time this member's work was held not counted); "
+			if c.cfg.SkipStalled {
+				msg += "SkipStalled dead-letters it (reason stalled) and the partition moves on"
+			} else {
+				msg += "the partition waits for it: look at that session's handler (its error or why it does not return)"
+			}
+			ev.Msg(msg)
 		}
-		// An open breaker holds every partition: not the record's fault.
-		if c.cfg.SkipStalled && w != nil && c.dlq != nil && !c.brk.openNow() {
+		if c.cfg.SkipStalled && w != nil && c.dlq != nil {
 			c.skipStalled(bg, w, l)
 		}
 	}
 }
 
 // holder finds the work holding p (sequence number seq): running or
-// retrying in a lane, queued in one, or in a batch under way behind its
-// head. attempt is 0 when it has not started. The sequence number, not
-// the offset, names it: after a log truncation a retired record may share
-// the offset.
+// between attempts in a lane (a retry wait, its dead-letter or park
+// write, a wait for the breaker or a silence hold, before its first
+// attempt too), queued in one, or in a batch under way behind its head.
+// attempt is 0 when it has not started. The sequence number, not the
+// offset, names it: after a log truncation a retired record may share the
+// offset.
 func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 	for _, s := range c.shards {
 		s.mu.Lock()
@@ -48,6 +59,10 @@ func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 			if w := l.cur.Load(); w != nil && w.p == p && w.seq == seq {
 				s.mu.Unlock()
 				return w, l, int(l.attempt.Load())
+			}
+			if w := l.took; w != nil && w.p == p && w.seq == seq {
+				s.mu.Unlock()
+				return w, l, 0 // taken, not attempted yet
 			}
 			for _, w := range l.queue {
 				if w.p == p && w.seq == seq {
@@ -79,8 +94,8 @@ func (c *Consumer) skipStalled(bg context.Context, w *work, l *lane) {
 		return
 	}
 	defer w.claim.Unlock()
-	if w.p.isDone(w.seq) {
-		return
+	if w.p.isDone(w.seq) || c.held.read(time.Now()).on != 0 {
+		return // done meanwhile, or a hold began since the check: not a stall
 	}
 	attempt := 0
 	if l != nil && l.cur.Load() == w {

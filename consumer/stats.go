@@ -51,6 +51,12 @@ type Stats struct {
 	// cancelled, none started) because its group coordinator answered no
 	// heartbeat for four fifths of the session timeout.
 	SilenceHolds int64 `json:"silence_holds"`
+	// WorkHeld names what holds this member's work as a whole now:
+	// "silence hold" (its group coordinator answers no heartbeat),
+	// "breaker open", both, or "" when nothing does. While it is set the
+	// stall clocks are paused and no partition is stalled
+	// (PartitionStats.StalledFor).
+	WorkHeld string `json:"work_held"`
 	// HotSessions are the sessions with the deepest lanes (records queued
 	// or running), deepest first, at most MaxHotSessions: the keys to look
 	// at when lag grows.
@@ -97,11 +103,22 @@ type PartitionStats struct {
 	// full, waiting to be handed to lanes (not in Pending).
 	Stashed int `json:"stashed"`
 	// Stalled reports whether the watermark has been held by one record
-	// for StallTimeout or longer.
+	// for StallTimeout or longer, not counting the time this member's work
+	// was held as a whole (Stats.WorkHeld): StalledFor ≥ StallTimeout. It
+	// is false while such a hold is in force: a hold is not a stall.
 	Stalled bool `json:"stalled"`
+	// StalledFor is the stall clock: how long the record at HeldAt has
+	// held the watermark, less the time this member's work was held
+	// meanwhile (a silence hold, an open breaker); it pauses while one is
+	// in force and goes on after it. 0 when nothing is pending. Sampled by
+	// the watchdog, like WatermarkAge.
+	StalledFor time.Duration `json:"stalled_for"`
 	// HeldAt is the offset of the record holding the watermark (-1 when
-	// nothing is pending) and HeldBySession its session ("" when unknown:
-	// no session key, or between lanes); WatermarkAge says for how long.
+	// nothing is pending) and HeldBySession its session, in every state
+	// of that record: queued, running, waiting between retries, in its
+	// dead-letter or park write, waiting for the breaker or a silence hold
+	// ("" when it has no session key, or is in no lane yet: fetched, on
+	// its way to one). WatermarkAge says for how long.
 	HeldAt        int64  `json:"held_at"`
 	HeldBySession string `json:"held_by_session"`
 	// Draining reports that the partition is being revoked or shut down:

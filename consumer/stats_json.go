@@ -30,7 +30,8 @@ func (p PartitionStats) MarshalJSON() ([]byte, error) {
 		DeadLetterBlockedFor string `json:"dead_letter_blocked_for"`
 		CommitFailingFor     string `json:"commit_failing_for"`
 		WatermarkAge         string `json:"watermark_age"`
-	}{plain(p), p.DeadLetterBlockedFor.String(), p.CommitFailingFor.String(), p.WatermarkAge.String()})
+		StalledFor           string `json:"stalled_for"`
+	}{plain(p), p.DeadLetterBlockedFor.String(), p.CommitFailingFor.String(), p.WatermarkAge.String(), p.StalledFor.String()})
 }
 
 // MarshalJSON writes s with Oldest as a duration string.
@@ -99,6 +100,7 @@ func (p *PartitionStats) UnmarshalJSON(b []byte) error {
 		DeadLetterBlockedFor string `json:"dead_letter_blocked_for"`
 		CommitFailingFor     string `json:"commit_failing_for"`
 		WatermarkAge         string `json:"watermark_age"`
+		StalledFor           string `json:"stalled_for"`
 	}{plain: (*plain)(p)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -106,7 +108,8 @@ func (p *PartitionStats) UnmarshalJSON(b []byte) error {
 	return errors.Join(
 		setDuration(&p.DeadLetterBlockedFor, "dead_letter_blocked_for", v.DeadLetterBlockedFor),
 		setDuration(&p.CommitFailingFor, "commit_failing_for", v.CommitFailingFor),
-		setDuration(&p.WatermarkAge, "watermark_age", v.WatermarkAge))
+		setDuration(&p.WatermarkAge, "watermark_age", v.WatermarkAge),
+		setDuration(&p.StalledFor, "stalled_for", v.StalledFor))
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

@@ -15,12 +15,13 @@ func TestStatsJSON(t *testing.T) {
 	st := Stats{
 		Partitions: []PartitionStats{{
 			Topic: "chats", Partition: 3, Watermark: 7, HeldAt: 7, HeldBySession: "a",
-			WatermarkAge: 1500 * time.Millisecond, CommitFailingFor: 2 * time.Second,
+			WatermarkAge: 1500 * time.Millisecond, StalledFor: 1200 * time.Millisecond, CommitFailingFor: 2 * time.Second,
 			DeadLetterBlockedFor: time.Minute,
 		}},
 		DeadLetteredByReason: map[Reason]int64{ReasonPermanent: 2},
 		HotSessions:          []SessionStats{{Session: "a", Depth: 3, Running: true, RunningFor: 250 * time.Millisecond}},
 		CommitLatency:        3 * time.Millisecond,
+		WorkHeld:             "breaker open",
 		Breaker:              BreakerStats{Enabled: true, Open: true, OpenedAt: opened, Calls: 10, Failures: 9},
 	}
 	b, err := json.Marshal(st)
@@ -28,7 +29,7 @@ func TestStatsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`"commit_latency":"3ms"`, `"watermark_age":"1.5s"`, `"commit_failing_for":"2s"`,
+		`"commit_latency":"3ms"`, `"watermark_age":"1.5s"`, `"stalled_for":"1.2s"`, `"work_held":"breaker open"`, `"commit_failing_for":"2s"`,
 		`"dead_letter_blocked_for":"1m0s"`, `"running_for":"250ms"`, `"held_by_session":"a"`,
 		`"dead_lettered_by_reason":{"permanent":2}`, `"opened_at":"2026-12-01T10:00:00Z"`,
 	} {

@@ -1,0 +1,165 @@
+package consumer
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// The stall clock. A partition is stalled when the record holding its
+// watermark has held it for StallTimeout, not counting the time during
+// which this member's work was held as a whole: a silence hold
+// (silence.go: running attempts cut, none started) or an open circuit
+// breaker (breaker.go: fetching paused, lanes hold their records, one
+// probe at a time). Then no record moves on for a reason of its own, so
+// held time is not stalled time: nothing is reported stalled, and nothing
+// skipped as stalled, while a hold is in force, and the record's clock
+// goes on after it from where it stood when the hold began.
+//
+// The clock pauses rather than starting again: a record that held its
+// partition for most of StallTimeout before a hold is reported that much
+// sooner after it, and a handler that never returns is still reported
+// when holds come and go faster than StallTimeout (a flapping
+// coordinator). The hold is the member's, not the record's: a handler
+// that ignores its context and hangs through a hold is reported stalled
+// that much later (the slow-handler watch reports it meanwhile), as an
+// open breaker already kept SkipStalled from skipping anything.
+
+// holdKind is what holds this member's work as a whole.
+type holdKind uint8
+
+const (
+	holdSilence holdKind = 1 << iota // the silence hold (silence.go)
+	holdBreaker                      // the circuit breaker is open (breaker.go)
+)
+
+// String names the holds in force, as Stats.WorkHeld shows them.
+func (k holdKind) String() string {
+	var out []string
+	if k&holdSilence != 0 {
+		out = append(out, "silence hold")
+	}
+	if k&holdBreaker != 0 {
+		out = append(out, "breaker open")
+	}
+	return strings.Join(out, ", ")
+}
+
+// holdClock measures the time during which this member's work was held as
+// a whole, for the stall clocks. Its writers call set under the lock that
+// orders their own transitions (membership.mu, breaker.mu), so the begin
+// and the end of one kind never cross; two kinds in force at once count
+// once. A nil holdClock is never held.
+type holdClock struct {
+	mu    sync.Mutex
+	on    holdKind      // the holds in force
+	since time.Time     // when the current held spell began (on != 0)
+	total time.Duration // the length of the held spells that ended
+}
+
+// set records that hold k began (on) or ended at now.
+func (h *holdClock) set(k holdKind, on bool, now time.Time) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case on && h.on&k == 0:
+		if h.on == 0 {
+			h.since = now
+		}
+		h.on |= k
+	case !on && h.on&k != 0:
+		h.on &^= k
+		if h.on == 0 {
+			h.total += max(now.Sub(h.since), 0)
+		}
+	}
+}
+
+// holdReading is the hold clock at one instant.
+type holdReading struct {
+	total time.Duration // time held since the consumer was made
+	on    holdKind      // the holds in force
+}
+
+// read returns the hold clock at now.
+func (h *holdClock) read(now time.Time) holdReading {
+	if h == nil {
+		return holdReading{}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := holdReading{total: h.total, on: h.on}
+	if h.on != 0 {
+		r.total += max(now.Sub(h.since), 0)
+	}
+	return r
+}
+
+// stallClock is a partition's stall sample, taken by the watchdog's stall
+// check (under partition.mu).
+type stallClock struct {
+	lastWM   int64         // the watermark at the last check
+	movedAt  time.Time     // when a check last saw it move
+	heldBase time.Duration // the hold clock's total then
+	counted  time.Duration // the stall clock at the last check: time since movedAt, less the time held
+	sampled  time.Time     // when the last check ran
+	held     bool          // a hold was in force at the last check
+	stalled  bool          // counted reached StallTimeout (kept through a hold)
+}
+
+// stallSample is what one stall check saw of a partition.
+type stallSample struct {
+	offset  int64         // the record holding the watermark
+	seq     uint64        // its sequence number
+	counted time.Duration // the stall clock
+	since   time.Time     // when the watermark last moved
+	// stalled: counted reached StallTimeout and no hold is in force;
+	// fresh: this check is the first to see it.
+	stalled, fresh bool
+}
+
+// stallCheck samples the watermark for the stall watch at now, hr being
+// the hold clock then. The clock starts again when the watermark moves,
+// when nothing is pending, and while the partition is fenced. While a
+// hold is in force nothing is stalled.
+func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr holdReading) stallSample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sc := &p.stall
+	wm := p.tr.watermark()
+	offset, pending := p.tr.heldBy()
+	if wm != sc.lastWM || !pending || p.fenced {
+		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.total, sampled: now, held: hr.on != 0}
+		return stallSample{}
+	}
+	sc.counted = max(now.Sub(sc.movedAt)-(hr.total-sc.heldBase), 0)
+	sc.sampled, sc.held = now, hr.on != 0
+	s := stallSample{offset: offset, seq: p.tr.head, counted: sc.counted, since: sc.movedAt}
+	if sc.held {
+		return s // a hold is not a stall
+	}
+	s.fresh = !sc.stalled && sc.counted >= timeout
+	sc.stalled = sc.stalled || s.fresh
+	s.stalled = sc.stalled
+	return s
+}
+
+// stallStatsLocked fills in ps's stall fields from the last sample: the
+// watermark's age, the stall clock (moving on from the sample unless a
+// hold was in force then), and whether it is stalled. ps's Watermark and
+// Pending are set. p.mu held.
+func (p *partition) stallStatsLocked(ps *PartitionStats, now time.Time) {
+	sc := &p.stall
+	if ps.Pending == 0 || sc.lastWM != ps.Watermark {
+		return // moved since the last check: nothing has held it long
+	}
+	ps.WatermarkAge = now.Sub(sc.movedAt)
+	ps.StalledFor = sc.counted
+	if !sc.held {
+		ps.StalledFor += max(now.Sub(sc.sampled), 0)
+	}
+	ps.Stalled = sc.stalled && !sc.held
+}
