@@ -20,7 +20,7 @@ func TestParkConfigValidation(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"valid", func(*Config) {}, ""},
-		{"off, any values", func(c *Config) { c.Park = ParkPolicy{MaxAttempts: -1} }, ""},
+		{"off, values set", func(c *Config) { c.Park = ParkPolicy{MaxAttempts: -1} }, "Park"},
 		{"negative attempts", func(c *Config) { c.Park.AfterAttempts = -1 }, "Park.AfterAttempts"},
 		{"negative after", func(c *Config) { c.Park.After = -time.Second }, "Park.After"},
 		{"negative delay", func(c *Config) { c.Park.Delay = -1 }, "Park.Delay"},
