@@ -75,22 +75,22 @@ func TestParkInspectAndRelease(t *testing.T) {
 		t.Fatalf("park inspect: %v\n%s", err, errOut.String())
 	}
 	got := out.String()
-	for _, want := range []string{`chat/0	session "alice"	held (source offset 0 dead-lettered; release: lanes park release --group chat-service --topic chat --session "alice")	12 records	offsets [1 2 3 4 5 6 7 8 9 10] and 2 more`,
-		"1 sessions parked, 12 records (group chat-service, topics chat)"} {
+	for _, want := range []string{`chat/0	session "alice"	held (source offset 0 dead-lettered; release: lanes park release --group chat-service --topic chat --session "alice")	12 records	offsets [1 2 3 4 5 6 7 8 9 10] and 2 more	since`,
+		"1 session parked, 12 records (group chat-service, topic chat)"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("park inspect printed:\n%s\nwant a line with %q", got, want)
 		}
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"park", "inspect", "--brokers", brokers, "--group", "analytics", "--topic", "chat"}, &out, &errOut); err != nil ||
-		!strings.Contains(out.String(), "0 sessions parked") {
+		!strings.Contains(out.String(), "0 sessions parked, 0 records") {
 		t.Fatalf("park inspect of another group: %v\n%s", err, out.String())
 	}
 
 	down.Store(false)
 	out.Reset()
 	if err := run(context.Background(), []string{"park", "release", "--brokers", brokers, "--group", "chat-service", "--topic", "chat",
-		"--session", "alice"}, &out, &errOut); err != nil || !strings.Contains(out.String(), `released session "alice" on chat/0 (12 parked records; source offset 0 was dead-lettered)`) {
+		"--session", "alice"}, &out, &errOut); err != nil || !strings.Contains(out.String(), `released session "alice" on chat/0 (12 records parked; source offset 0 was dead-lettered)`) {
 		t.Fatalf("park release: %v\n%s%s", err, out.String(), errOut.String())
 	}
 	waitUntil(t, "alice's 12 parked messages handled", func() bool { return handled.Load() == 12 })

@@ -114,7 +114,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		sessions += len(parked)
 	}
-	fmt.Fprintf(stdout, "%d sessions parked, %d records (group %s, topics %s)\n", sessions, records, *group, strings.Join(topics, ", "))
+	fmt.Fprintf(stdout, "%s parked, %s (group %s, %s %s)\n", count(sessions, "session"), count(records, "record"), *group,
+		plural(len(topics), "topic"), strings.Join(topics, ", "))
 	return nil
 }
 
@@ -134,8 +135,8 @@ func line(p consumer.ParkedSession, group string, all bool) string {
 	if !p.Since.IsZero() {
 		since = p.Since.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("%s/%d\tsession %q\t%s\t%d records\toffsets %v%s\tsince %s\t%d retries failed",
-		p.Topic, p.Partition, p.Session, state, len(p.Offsets), offs, more, since, p.Retries)
+	return fmt.Sprintf("%s/%d\tsession %q\t%s\t%s\toffsets %v%s\tsince %s\t%s failed",
+		p.Topic, p.Partition, p.Session, state, count(len(p.Offsets), "record"), offs, more, since, count(p.Retries, "retry"))
 }
 
 // release writes the release marker of a held session.
@@ -145,8 +146,8 @@ func release(ctx context.Context, stdout io.Writer, brokers []string, group, top
 		return fmt.Errorf("park release: brokers %s: %w", strings.Join(brokers, ","), err)
 	}
 	for _, p := range held {
-		fmt.Fprintf(stdout, "released session %q on %s/%d (%d parked records; source offset %d was dead-lettered): its owner retries it within 5 s\n",
-			p.Session, p.Topic, p.Partition, len(p.Offsets), p.HeldThrough)
+		fmt.Fprintf(stdout, "released session %q on %s/%d (%s parked; source offset %d was dead-lettered): its owner retries it within 5 s\n",
+			p.Session, p.Topic, p.Partition, count(len(p.Offsets), "record"), p.HeldThrough)
 	}
 	return nil
 }
@@ -173,4 +174,18 @@ func groupTopics(ctx context.Context, brokers []string, group string, opts []kgo
 	}
 	slices.Sort(topics)
 	return topics, nil
+}
+
+// count is n and noun, in the plural unless n is 1: "1 record", "2 records".
+func count(n int, noun string) string { return fmt.Sprintf("%d %s", n, plural(n, noun)) }
+
+// plural is noun for n of it: "retry" becomes "retries".
+func plural(n int, noun string) string {
+	switch {
+	case n == 1:
+		return noun
+	case strings.HasSuffix(noun, "y"):
+		return strings.TrimSuffix(noun, "y") + "ies"
+	}
+	return noun + "s"
 }
