@@ -28,7 +28,7 @@ func (c *Consumer) commitLoop(bg context.Context) {
 			ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 			parts := c.own.all()
 			if err := c.commit(ctx, parts); err != nil {
-				c.log().Warn().Err(err).Msg("periodic commit failed; will retry next interval")
+				c.logCommitError(err)
 			}
 			c.refreshPausedLag(ctx, parts)
 			cancel()

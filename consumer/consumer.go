@@ -257,6 +257,7 @@ func (c *Consumer) poll(ctx context.Context) {
 			c.client.AllowRebalance()
 			return
 		}
+		c.noteUnknownTopicIDs(fs)
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				c.logPollError(t, p, err)
@@ -272,12 +273,11 @@ func (c *Consumer) poll(ctx context.Context) {
 // names its partition; an error of the client itself comes with topic ""
 // (franz-go's partition -1 or 0): a group error (the group session failed;
 // franz-go rejoins) names the group, another client error the brokers.
-// Repeats of one client-level error are logged at most every
-// logRepeatEvery.
+// Repeats of one client-level error, and of one topic's fetch error, are
+// logged at most every logRepeatEvery.
 func (c *Consumer) logPollError(topic string, partition int32, err error) {
 	if topic != "" {
-		c.log().Warn().Err(err).Str("topic", topic).Int32("partition", partition).
-			Msg("fetch error; the partition is fetched again")
+		c.logFetchError(topic, partition, err)
 		return
 	}
 	ok, suppressed := c.pollLog.allow(err.Error(), time.Now())

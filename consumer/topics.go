@@ -34,10 +34,13 @@ type topicWatch struct {
 	dlqSince     time.Time
 	parkMissing  []string // park topics missing
 	parkSince    time.Time
+
+	ids *idWatch // the topic IDs read under, and topics made again (topics_recreated.go)
 }
 
 func newTopicWatch(cfg *Config) *topicWatch {
-	return &topicWatch{consumed: cfg.Topics, dlq: cfg.DeadLetterTopic, park: parkTopics(cfg), log: cfg.Logger}
+	return &topicWatch{consumed: cfg.Topics, dlq: cfg.DeadLetterTopic, park: parkTopics(cfg), log: cfg.Logger,
+		ids: newIDWatch(cfg.Topics, cfg.DeadLetterTopic)}
 }
 
 // all returns every topic the consumer needs: the consumed ones, the
@@ -51,11 +54,16 @@ func (w *topicWatch) all() []string {
 }
 
 // topicLoop checks the topics when Run starts and again until bg ends:
-// every CommitInterval while one is missing, every topicRecheck otherwise.
+// every CommitInterval while one is missing, every topicRecheck otherwise,
+// and as soon as a fetch fails with UNKNOWN_TOPIC_ID (at most every
+// CommitInterval: a deleted topic's fetches fail many times a second). A
+// consumed or dead-letter topic found made again is re-subscribed
+// (topics_recreated.go).
 func (c *Consumer) topicLoop(bg context.Context) {
 	for {
+		began := time.Now()
 		ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
-		missing, err := missingTopics(ctx, c.client, c.topics.all())
+		missing, ids, err := topicState(ctx, c.client, c.topics.all())
 		cancel()
 		switch {
 		case bg.Err() != nil:
@@ -65,6 +73,7 @@ func (c *Consumer) topicLoop(bg context.Context) {
 			c.log().Debug().Err(err).Strs("topics", c.topics.all()).Msg("cannot check that the topics exist")
 		default:
 			c.topics.update(missing, time.Now())
+			c.resubscribeRecreated(bg, ids)
 		}
 		every := topicRecheck
 		if c.topics.anyMissing() {
@@ -76,7 +85,24 @@ func (c *Consumer) topicLoop(bg context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-c.topics.ids.kick:
+			t.Stop()
+			if !waitUntil(bg, began.Add(c.cfg.CommitInterval)) {
+				return
+			}
 		}
+	}
+}
+
+// waitUntil waits until at, or less when bg ends first (false).
+func waitUntil(bg context.Context, at time.Time) bool {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-bg.Done():
+		return false
 	}
 }
 
@@ -157,13 +183,20 @@ func (w *topicWatch) reasons() []string {
 	if len(w.parkMissing) > 0 {
 		out = append(out, parkMissingReason(w.parkMissing, w.parkSince))
 	}
-	return out
+	return append(out, w.ids.reasons()...)
 }
 
 // missingTopics asks the brokers (a metadata request of its own, not the
 // client's cache, and never creating a topic) which of topics do not
 // exist. Another error of a topic (not authorized) fails the check.
 func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]string, error) {
+	missing, _, err := topicState(ctx, cl, topics)
+	return missing, err
+}
+
+// topicState is missingTopics that also returns the topic ID of each topic
+// that exists (absent when the brokers give none: before Kafka 2.8).
+func topicState(ctx context.Context, cl *kgo.Client, topics []string) ([]string, map[string]topicID, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -173,10 +206,11 @@ func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]stri
 	req.AllowAutoTopicCreation = false
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var missing []string
 	answered := map[string]bool{}
+	ids := map[string]topicID{}
 	var errs []error
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
@@ -185,6 +219,9 @@ func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]stri
 		answered[*t.Topic] = true
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
 		case err == nil:
+			if t.TopicID != (topicID{}) {
+				ids[*t.Topic] = t.TopicID
+			}
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 			missing = append(missing, *t.Topic)
 		default:
@@ -197,7 +234,7 @@ func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]stri
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
-	return missing, nil
+	return missing, ids, nil
 }

@@ -20,7 +20,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	port := fs.Int("port", 9092, "port to listen on (127.0.0.1)")
 	partitions := fs.Int("partitions", 12, "partitions of each seeded topic")
-	topics := fs.String("topics", "", "comma-separated topics to create at start")
+	topics := fs.String("topics", "", "comma-separated topics to create at start (lanes' clients never create one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,13 +41,9 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--topics %q: an empty topic name", *topics)
 		}
 	}
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(*port), kfake.AllowAutoTopicCreation()}
-	if len(names) > 0 {
-		opts = append(opts, kfake.SeedTopics(int32(*partitions), names...))
-	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := startBroker(*port, int32(*partitions), names)
 	if err != nil {
-		return fmt.Errorf("start the embedded broker on 127.0.0.1:%d: %w (is the port in use? pick another with --port)", *port, err)
+		return err
 	}
 	defer c.Close()
 	fmt.Fprintf(stdout, "embedded broker listening on %s (Ctrl-C to stop)\n", strings.Join(c.ListenAddrs(), ","))
@@ -55,8 +51,28 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "created topic %s (%d partitions)\n", t, *partitions)
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(stdout, "no topics created (--topics); topics are created on first use")
+		fmt.Fprintf(stdout, "no topics created: lanes' producer and consumer never create a topic (a consumer stays not ready, naming the missing ones); "+
+			"restart with --topics a,b, or create a consumer's topics with: lanes topics create --brokers %s --group GROUP --topic TOPIC --partitions %d --dlq TOPIC-dlq\n",
+			c.ListenAddrs()[0], *partitions)
 	}
+	fmt.Fprintln(stdout, "everything is kept in memory: stopping the broker loses every topic, record and committed offset; "+
+		"started again with the same topics, they are new topics (new topic IDs), which running lanes consumers re-subscribe to by themselves")
 	<-ctx.Done()
 	return nil
+}
+
+// startBroker starts the embedded broker on 127.0.0.1:port with topics,
+// each of partitions partitions. A client that asks for it in its metadata
+// requests (kcat, for one) creates a topic by using it; lanes' clients never
+// ask.
+func startBroker(port int, partitions int32, topics []string) (*kfake.Cluster, error) {
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.AllowAutoTopicCreation()}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(partitions, topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start the embedded broker on 127.0.0.1:%d: %w (is the port in use? pick another with --port)", port, err)
+	}
+	return c, nil
 }
