@@ -108,7 +108,7 @@ func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		case int64:
 			e = e.Int64(key, v)
 		case time.Duration:
-			e = e.Dur(key, v)
+			e = e.Stringer(key, v)
 		default:
 			e = e.Str(key, fmt.Sprint(v))
 		}

@@ -23,7 +23,7 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 		if fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-				Int64("offset", held).Dur("stalled_for", now.Sub(since))
+				Int64("offset", held).Stringer("stalled_for", now.Sub(since))
 			if w != nil {
 				ev = ev.Str("session", w.session).Int("attempts", attempt)
 			}
