@@ -76,7 +76,7 @@ func (k *kgoLogger) Level() kgo.LogLevel {
 }
 
 func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	if level != kgo.LogLevelWarn && level != kgo.LogLevelError {
+	if level != kgo.LogLevelWarn && level != kgo.LogLevelError || k.bookkeeping(msg) {
 		return
 	}
 	ok, suppressed := k.limit.allow(msg, time.Now())
