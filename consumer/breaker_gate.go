@@ -46,11 +46,11 @@ func (c *Consumer) probeHung(id probeID, now time.Time) {
 		return
 	}
 	b := c.brk
-	ev := c.log().Warn().Uint64("probe", uint64(id)).Dur("timeout", c.cfg.HandlerTimeout).
-		Dur("probe_interval", b.pol.ProbeInterval)
+	ev := c.log().Warn().Uint64("probe", uint64(id)).Stringer("timeout", c.cfg.HandlerTimeout).
+		Stringer("probe_interval", b.pol.ProbeInterval)
 	if r := b.probeWork.Load(); r != nil && r.id == id {
 		ev = ev.Str("topic", r.w.rec.Topic).Int32("partition", r.w.rec.Partition).Int64("offset", r.w.rec.Offset).
-			Str("session", r.w.session).Dur("running", now.Sub(r.start))
+			Str("session", r.w.session).Stringer("running", now.Sub(r.start))
 	}
 	ev.Msg("circuit breaker probe given up as hung: it ran past HandlerTimeout (its handler ignores its context); " +
 		"counted as a failed probe, the next probe runs on another lane, its own lane waits for the handler to return; " +
@@ -126,12 +126,12 @@ func (c *Consumer) breakerReport(p *partition, probe probeID, err error) (excuse
 	case becameOpen:
 		st := b.snapshot(time.Now())
 		c.flow.holdChanged()
-		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Dur("window", b.pol.Window).
-			Dur("probe_interval", b.pol.ProbeInterval).Err(err).
+		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Stringer("window", b.pol.Window).
+			Stringer("probe_interval", b.pol.ProbeInterval).Err(err).
 			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")
 	case becameClosed:
 		c.flow.holdChanged()
-		c.log().Info().Dur("open_for", time.Since(b.lastOpened())).
+		c.log().Info().Stringer("open_for", time.Since(b.lastOpened())).
 			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
 	}
 	if o == failure && b.openNow() {

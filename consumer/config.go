@@ -175,14 +175,22 @@ type Config struct {
 	// Default: false (report only).
 	SkipStalled bool
 
-	// Logger receives lanes' own log lines: one per DLQ write, per retry
-	// budget spent, per recovered panic, per slow handler; never one per
-	// successful message. Default: disabled.
-	Logger *zerolog.Logger
-	// Slog, when set, receives the same lines through log/slog instead of
-	// Logger (set one of them, not both): franz-go's warnings, which lanes
-	// passes on, reach it too. Default: none.
+	// Slog receives lanes' own log lines, and franz-go's warnings and
+	// errors, which lanes passes on: one per DLQ write, per retry budget
+	// spent, per recovered panic, per slow handler, per assignment and
+	// revoke, at the shutdown's start and end, and what makes the consumer
+	// not ready; never one per successful message. Default: slog.Default()
+	// as it is when each line is logged (until slog.SetDefault, the log
+	// package's stderr, INFO and above). To log nothing, set
+	// slog.New(slog.DiscardHandler).
 	Slog *slog.Logger
+	// Logger is the zerolog alternative to Slog (set one of them, not
+	// both): lanes logs through zerolog inside, so a service on zerolog
+	// may pass its logger here as it is.
+	//
+	// Deprecated: set Slog; a zerolog logger goes there as
+	// slog.New(zerolog.NewSlogHandler(l)). Logger will be removed.
+	Logger *zerolog.Logger
 
 	// TracerProvider creates the process spans (one per handler attempt).
 	// Default: otel.GetTracerProvider(), a no-op until the application
@@ -338,8 +346,8 @@ func (cfg Config) validate() (Config, error) {
 		cfg.Logger = &l
 	}
 	if cfg.Logger == nil {
-		nop := zerolog.Nop()
-		cfg.Logger = &nop
+		l := tracing.FromSlogDefault()
+		cfg.Logger = &l
 	}
 	return cfg, nil
 }

@@ -87,7 +87,7 @@ func (w *brokerWatch) dialFailed(addr string, err error, now time.Time) {
 	if warn {
 		e := w.log.Warn().Err(err).Strs("brokers", failed).Strs("seed_brokers", w.seeds).Time("since", since)
 		if d := now.Sub(since); d > 0 {
-			e = e.Dur("for", d.Round(time.Millisecond))
+			e = e.Stringer("for", d.Round(time.Millisecond))
 		}
 		e.Msg("cannot reach brokers: no broker answered since then; check Config.Brokers, the network and the brokers (retrying)")
 	}
@@ -105,7 +105,7 @@ func (w *brokerWatch) answered(addr string, now time.Time) {
 	w.down.Store(false)
 	w.mu.Unlock()
 	if warned {
-		w.log.Info().Str("broker", addr).Dur("after", now.Sub(since).Round(time.Millisecond)).
+		w.log.Info().Str("broker", addr).Stringer("after", now.Sub(since).Round(time.Millisecond)).
 			Msg("reached brokers again")
 	}
 }

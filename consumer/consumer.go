@@ -246,6 +246,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if uerr := c.reach.neverReached(); uerr != nil {
 		err = errors.Join(uerr, err)
 	}
+	c.logShutdownEnd(err)
 	return err
 }
 

@@ -37,6 +37,14 @@
 // there in its own lane and unparked once its parked records are done
 // (docs/parking.md). A handler parks a record at once with Park(err).
 //
+// # Logs
+//
+// lanes logs to slog.Default() unless Config.Slog names another logger:
+// a line per assignment and revoke, at the shutdown's start and end, and
+// for what needs an operator (a broker unreachable, a topic missing, a
+// dead-lettered record, a stall), with franz-go's warnings; never one per
+// message. slog.New(slog.DiscardHandler) logs nothing.
+//
 // # Example
 //
 //	c, err := consumer.New(consumer.Config{

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("LANES_TEST_LOG") == "" {
+		// Consumers given no logger log to slog.Default(): keep the
+		// suite quiet unless asked.
+		slog.SetDefault(slog.New(slog.DiscardHandler))
+	}
 	code := m.Run()
 	if benchCluster != nil {
 		benchCluster.Close()

@@ -78,7 +78,7 @@ func (k *kgoLogger) Level() kgo.LogLevel {
 }
 
 func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	if level != kgo.LogLevelWarn && level != kgo.LogLevelError {
+	if level != kgo.LogLevelWarn && level != kgo.LogLevelError || k.bookkeeping(msg) {
 		return
 	}
 	ok, suppressed := k.limit.allow(msg, time.Now())
@@ -110,7 +110,7 @@ func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		case int64:
 			e = e.Int64(key, v)
 		case time.Duration:
-			e = e.Dur(key, v)
+			e = e.Stringer(key, v)
 		default:
 			e = e.Str(key, fmt.Sprint(v))
 		}

@@ -127,7 +127,7 @@ func (m *membership) assigned(next rebalanceFn) rebalanceFn {
 		m.assigning = len(ps) > 0
 		m.mu.Unlock()
 		if held != nil {
-			m.log.Info().Str("group", m.group).Dur("held_for", m.clock().Sub(held.since)).
+			m.log.Info().Str("group", m.group).Stringer("held_for", m.clock().Sub(held.since)).
 				Msg("group coordinator assigned this member its partitions again: held work resumes")
 		}
 		defer func() { // also when next panics: the take-up is over either way
@@ -218,7 +218,7 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 	}
 	m.mu.Unlock()
 	if held != nil {
-		m.log.Info().Str("group", m.group).Dur("held_for", now.Sub(held.since)).
+		m.log.Info().Str("group", m.group).Stringer("held_for", now.Sub(held.since)).
 			Msg("group coordinator answers heartbeats again: held work resumes")
 	} else if silent {
 		m.log.Info().Str("group", m.group).Msg("group coordinator answers heartbeats again")
@@ -248,7 +248,7 @@ func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
 	m.heldTime.set(holdSilence, true, now)
 	sent, st := m.sentAt, m.sessionTimeout
 	m.mu.Unlock()
-	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Dur("session_timeout", st).
+	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Stringer("session_timeout", st).
 		Msg("group coordinator has answered no heartbeat for four fifths of the session timeout: holding this member's work " +
 			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
 			"it resumes when a heartbeat is answered. Check the brokers and the network between them and this member")
@@ -308,7 +308,7 @@ func (m *membership) watch(now time.Time) {
 	st := m.sessionTimeout
 	m.mu.Unlock()
 	if warn {
-		m.log.Warn().Str("group", m.group).Time("since", since).Dur("session_timeout", st).
+		m.log.Warn().Str("group", m.group).Time("since", since).Stringer("session_timeout", st).
 			Msg("group coordinator has answered no heartbeat for longer than the session timeout: the group counts this member gone and gives its partitions to others; not ready until it rejoins")
 	}
 }

@@ -200,6 +200,8 @@ func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through in
 	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
 	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
 		c.queueParkRetry(p, lane)
+	} else if ok && kind == parkDone && !p.stillParked(lane) { // the lane runs this: nothing parks it meanwhile
+		c.logUnparked(p, lane, through)
 	}
 }
 

@@ -27,6 +27,7 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.flow.reset(cl, assigned)
 	_, gen := cl.GroupMetadata()
 	c.enablePark(parts, gen)
+	c.logAssigned(assigned, gen, c.stop.began.Load() != 0)
 	if _, stopping := c.stop.beganAt(); stopping {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, c.finalDeadline(time.Now()))
@@ -146,6 +147,7 @@ func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]
 // then keeps the shutdown's deadline.
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	if parts := c.own.lookup(revoked); len(parts) > 0 {
+		c.logRevoked(parts)
 		c.revoke(ctx, parts)
 		c.flow.reset(cl, revoked)
 	}
@@ -181,7 +183,7 @@ func (c *Consumer) drainRevoked(ctx context.Context, parts []*partition) {
 	for _, p := range waitDrained(ctx, busy, grace) {
 		c.stats.revokeOverruns.Add(1)
 		c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-			Dur("revoke_timeout", c.cfg.RevokeTimeout).
+			Stringer("revoke_timeout", c.cfg.RevokeTimeout).
 			Msg("revoke: a handler ignored its cancelled context and still runs as the partition is given up; the next owner may run its session at the same time. Make the handler return when its context ends")
 	}
 }

@@ -49,7 +49,9 @@ func (c *Consumer) drainOnStop(pollCtx context.Context, stopBg context.CancelFun
 	c.stop.begin()
 	stopBg()
 	parts := c.own.stop()
+	c.logShutdownBegin(parts)
 	c.stop.left = waitDrained(context.Background(), parts, c.cfg.ShutdownTimeout)
+	c.logDrainLeft(c.stop.left)
 	c.stop.all = parts
 	c.cancelWork() // handlers still running, retry waits and DLQ writes end
 	close(c.stop.done)
@@ -151,7 +153,7 @@ func (c *Consumer) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaveTimeout)
 	defer cancel()
 	if err := c.client.LeaveGroupContext(ctx); err != nil {
-		c.log().Warn().Err(err).Dur("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
+		c.log().Warn().Err(err).Stringer("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
 		c.cancelClient()
 	}
 }
@@ -162,8 +164,8 @@ func (c *Consumer) leave() {
 func (c *Consumer) warnRebalanceTimeout() {
 	rt, ok := c.client.OptValue(kgo.RebalanceTimeout).(time.Duration)
 	if need := c.cfg.RevokeTimeout + c.cfg.CommitTimeout; ok && need >= rt {
-		c.log().Warn().Dur("revoke_timeout", c.cfg.RevokeTimeout).Dur("commit_timeout", c.cfg.CommitTimeout).
-			Dur("rebalance_timeout", rt).Str("group", c.cfg.Group).
+		c.log().Warn().Stringer("revoke_timeout", c.cfg.RevokeTimeout).Stringer("commit_timeout", c.cfg.CommitTimeout).
+			Stringer("rebalance_timeout", rt).Str("group", c.cfg.Group).
 			Msg("RevokeTimeout + CommitTimeout is not below the group's rebalance timeout: a slow revoke can be cut off by the group; lower RevokeTimeout or raise kgo.RebalanceTimeout")
 	}
 }

@@ -26,8 +26,8 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 		if s.fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
-				Int64("offset", s.offset).Dur("stalled_for", s.counted).Time("watermark_since", s.since).
-				Dur("stall_timeout", c.cfg.StallTimeout)
+				Int64("offset", s.offset).Stringer("stalled_for", s.counted).Time("watermark_since", s.since).
+				Stringer("stall_timeout", c.cfg.StallTimeout)
 			if w != nil {
 				ev = ev.Str("session", w.session).Int("attempts", attempt)
 			}

@@ -52,7 +52,7 @@ func (c *Consumer) scanSlow(t time.Time) {
 			c.stats.slowHandlers.Add(1)
 			c.log().Warn().Str("topic", w.rec.Topic).Int32("partition", w.rec.Partition).
 				Int64("offset", w.rec.Offset).Str("session", w.session).Int32("attempt", attempt).
-				Dur("running", time.Duration(now-since)).Dur("timeout", c.cfg.HandlerTimeout).
+				Stringer("running", time.Duration(now-since)).Stringer("timeout", c.cfg.HandlerTimeout).
 				Msg("handler ignores its context: still running past HandlerTimeout; its lane waits")
 		}
 		s.mu.Unlock()

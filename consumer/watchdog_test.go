@@ -19,10 +19,10 @@ type slowLog struct {
 }
 
 type slowReport struct {
-	Offset  int64   `json:"offset"`
-	Attempt int32   `json:"attempt"`
-	Running float64 `json:"running"` // ms (zerolog's default duration unit)
-	Message string  `json:"message"`
+	Offset  int64  `json:"offset"`
+	Attempt int32  `json:"attempt"`
+	Running string `json:"running"` // a duration string: "1.1s", never zerolog's default milliseconds
+	Message string `json:"message"`
 }
 
 func (s *slowLog) Write(p []byte) (int, error) {
@@ -83,7 +83,11 @@ func TestWatchdogReportsTheAttemptItTimed(t *testing.T) {
 	defer sink.mu.Unlock()
 	var finalReported bool
 	for _, r := range sink.reports {
-		timed := int64(math.Round(r.Running - float64(limit/time.Millisecond)))
+		running, err := time.ParseDuration(r.Running)
+		if err != nil {
+			t.Fatalf("running %q: want a duration string: %v", r.Running, err)
+		}
+		timed := int64((running - limit) / time.Millisecond)
 		if r.Offset != int64(r.Attempt) || timed != r.Offset {
 			t.Errorf("report names offset %d attempt %d, but timed attempt %d", r.Offset, r.Attempt, timed)
 		}

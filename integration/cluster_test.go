@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -16,7 +17,6 @@ import (
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
 	"github.com/lanesdev/lanes/producer"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -167,17 +167,16 @@ func faulty(f faults) consumer.Handler {
 // protocol of LANES_GROUP_PROTOCOL (its own group per protocol), the
 // cluster's TLS and SASL options.
 func (c *cluster) consumerConfig(group, topic, dlq string) consumer.Config {
-	var log *zerolog.Logger
+	var log *slog.Logger // nil: slog.Default(), discarded unless LANES_TEST_LOG is set (TestMain)
 	if os.Getenv("LANES_TEST_LOG") != "" {
-		l := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger()
-		log = &l
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	opts := append(c.Opts(), protocolOpts()...)
 	if os.Getenv("LANES_TEST_KGO_LOG") != "" {
 		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)))
 	}
 	return consumer.Config{
-		Logger:  log,
+		Slog:    log,
 		Brokers: c.brokers, Group: groupName(group), Topics: []string{topic}, DeadLetterTopic: dlq,
 		CommitInterval: 200 * time.Millisecond,
 		Retry:          consumer.RetryPolicy{InitialInterval: 2 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxAttempts: 40},

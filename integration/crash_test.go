@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
@@ -27,6 +27,11 @@ import (
 // set (the crash scenario re-executes itself), and as the test suite
 // otherwise.
 func TestMain(m *testing.M) {
+	if os.Getenv("LANES_TEST_LOG") == "" {
+		// Consumers given no logger log to slog.Default(): keep the
+		// suite and its helper processes quiet unless asked.
+		slog.SetDefault(slog.New(slog.DiscardHandler))
+	}
 	if os.Getenv("LANES_HELPER") == "consumer" {
 		os.Exit(helperConsumer())
 	}
@@ -64,8 +69,7 @@ func helperConsumer() int {
 			kgo.RebalanceTimeout(8 * time.Second)}, protocolOpts()...),
 	}
 	if os.Getenv("LANES_TEST_LOG") != "" {
-		lg := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Str("member", member).Logger()
-		cfg.Logger = &lg
+		cfg.Slog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("member", member)
 	}
 	h := faulty(faults{transient: 0.05, work: 10 * time.Millisecond})
 	if os.Getenv("LANES_PARK") != "" { // TestParkCrash

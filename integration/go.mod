@@ -8,7 +8,6 @@ require (
 	github.com/lanesdev/lanes/hashring v0.1.0
 	github.com/lanesdev/lanes/producer v0.1.0
 	github.com/lanesdev/lanes/tracing v0.1.0
-	github.com/rs/zerolog v1.35.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
@@ -17,6 +16,8 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/goleak v1.3.0
 )
+
+require github.com/rs/zerolog v1.35.1 // indirect
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect

@@ -71,12 +71,19 @@ type Config struct {
 	// Default: 1,000,000 bytes (franz-go's batch limit, just under Kafka's
 	// default message.max.bytes).
 	MaxMessageBytes int
-	// Logger receives the producer's own log lines (failed deliveries).
-	// Default: disabled.
-	Logger *zerolog.Logger
-	// Slog, when set, receives the producer's log lines through log/slog
-	// instead of Logger (set one of them, not both). Default: none.
+	// Slog receives the producer's log lines: failed deliveries (Warn, at
+	// most one every 30 s per topic and kind of failure) and franz-go's
+	// warnings and errors (a broker that cannot be dialled). Default:
+	// slog.Default() as it is when each line is logged (until
+	// slog.SetDefault, the log package's stderr, INFO and above). To log
+	// nothing, set slog.New(slog.DiscardHandler).
 	Slog *slog.Logger
+	// Logger is the zerolog alternative to Slog (set one of them, not
+	// both).
+	//
+	// Deprecated: set Slog; a zerolog logger goes there as
+	// slog.New(zerolog.NewSlogHandler(l)). Logger will be removed.
+	Logger *zerolog.Logger
 	// TracerProvider creates a "send" span (PRODUCER) per message and its
 	// context is written into the record's headers. Default:
 	// otel.GetTracerProvider(), a no-op until the application sets one.
@@ -145,8 +152,8 @@ func (cfg Config) validate() (Config, error) {
 		cfg.Logger = &l
 	}
 	if cfg.Logger == nil {
-		nop := zerolog.Nop()
-		cfg.Logger = &nop
+		l := tracing.FromSlogDefault()
+		cfg.Logger = &l
 	}
 	return cfg, nil
 }

@@ -20,10 +20,17 @@
 // For several producer instances behind a gateway, Router names the
 // instance that owns a session.
 //
+// Logs go to slog.Default() unless Config.Slog names another logger: a
+// failed delivery at Warn (rate-limited) and franz-go's warnings, so a
+// broker that cannot be dialled is said at once.
+//
 //	p, err := producer.New(producer.Config{Brokers: brokers, Topic: "chat-messages"})
 //	if err != nil {
 //		return err
 //	}
 //	defer p.Close()
+//	if err := p.Ping(ctx); err != nil { // a broker answers, the topic exists
+//		return err
+//	}
 //	res, err := p.Send(ctx, "chat-42", []byte("book a flight to London"))
 package producer

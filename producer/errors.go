@@ -19,7 +19,8 @@ var (
 	// broker accepts.
 	ErrTooLarge = errors.New("producer: message too large")
 	// ErrUnknownTopic: the topic does not exist (and the broker does not
-	// create topics on demand).
+	// create topics on demand). Ping's error wraps it too, naming the
+	// missing topics.
 	ErrUnknownTopic = errors.New("producer: unknown topic")
 	// ErrClosed: the producer was closed before the message was delivered.
 	ErrClosed = errors.New("producer: closed")
@@ -30,6 +31,9 @@ var (
 	ErrNoTopic = errors.New("producer: no topic: set Config.Topic or send WithTopic")
 	// ErrTimeout: the message was not acknowledged within DeliveryTimeout.
 	ErrTimeout = errors.New("producer: delivery timed out")
+	// ErrUnreachable is wrapped by Ping's error when no broker answers;
+	// the message names the brokers and the last error.
+	ErrUnreachable = errors.New("producer: cannot reach brokers")
 )
 
 // classify maps a franz-go delivery error onto the sentinels above, keeping

@@ -2,7 +2,9 @@ package producer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lanesdev/lanes/producer"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -39,4 +41,29 @@ func ExampleRouter() {
 	again, _ := r.Owner("chat-42")
 	fmt.Println(owner == again)
 	// Output: true
+}
+
+// At start, a service checks that a broker answers and that the topics it
+// sends to exist, instead of learning it from sends that time out.
+func ExampleProducer_Ping() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "chat"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cluster.Close()
+	p, err := producer.New(producer.Config{Brokers: cluster.ListenAddrs(), Topic: "chat"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println(p.Ping(ctx))
+	err = p.Ping(ctx, "audit") // sent to with WithTopic("audit")
+	fmt.Println(errors.Is(err, producer.ErrUnknownTopic))
+	// Output:
+	// <nil>
+	// true
 }

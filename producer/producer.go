@@ -41,6 +41,7 @@ type Producer struct {
 	sent, failed atomic.Int64
 	tracer       *tracing.Tracer
 	metrics      *metrics
+	sendLog      logLimiter // failed sends, by topic and kind
 }
 
 // New validates cfg and connects lazily (the first send dials the brokers).
@@ -54,6 +55,8 @@ func New(cfg Config) (*Producer, error) {
 		kgo.RecordPartitioner(partitioner(cfg.Partitioning)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProducerLinger(cfg.Linger),
+		// Before ClientOptions: a kgo.WithLogger there replaces it.
+		kgo.WithLogger(&kgoLogger{log: cfg.Logger}),
 	}
 	if cfg.MaxMessageBytes > 1_000_000 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(cfg.MaxMessageBytes+batchOverhead)))
@@ -137,7 +140,7 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 		if err != nil {
 			p.failed.Add(1)
 			err = classify(rec.Topic, err)
-			p.cfg.Logger.Debug().Err(err).Str("topic", rec.Topic).Str("session", sessionID).Str("event_id", id).Msg("send failed")
+			p.logSendFailed(err, rec.Topic, sessionID, id)
 			done(Result{EventID: id}, err)
 			return
 		}

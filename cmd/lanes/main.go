@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -32,6 +33,10 @@ Run "lanes <command> -h" for a command's flags.
 `
 
 func main() {
+	// The consumers and producers the commands run log to slog.Default():
+	// errors only, so that the demo's progress and the bench's tables are
+	// not interleaved with a line per dead-lettered record.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 	stop()

@@ -23,6 +23,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done() // the first Ctrl-C or SIGTERM: Run drains, commits, leaves
+		stop()       // from now on a second one ends the process at once
+		fmt.Fprintln(os.Stderr, "chat: stopping; Ctrl-C again to quit at once")
+	}()
 	brokers := strings.Split(envOr("KAFKA_BROKERS", "127.0.0.1:9092"), ",")
 	if err := createTopics(ctx, brokers, chat.Topic, chat.DeadLetters); err != nil {
 		fail(err)
