@@ -22,6 +22,8 @@ import (
 // parked sets' rebuild serves only handling: it ends when the shutdown
 // begins.
 func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	c.takeUps.begin()
+	defer c.takeUps.end()
 	parts := c.own.assign(assigned, c.cfg.MaxBufferedRecords, c.flow.mark)
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)

@@ -57,6 +57,46 @@ func (c *Consumer) drainOnStop(pollCtx context.Context, stopBg context.CancelFun
 	close(c.stop.done)
 }
 
+// takeUps counts the partition take-ups under way (onAssigned): the
+// shutdown's final commit waits for them, as a take-up during the
+// shutdown reads the start positions that commit hands on. The poll loop
+// does not: it may have ended before the take-up began.
+type takeUps struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n is 0
+}
+
+func (t *takeUps) begin() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+}
+
+func (t *takeUps) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n--; t.n == 0 {
+		close(t.idle)
+	}
+}
+
+// wait waits until no take-up is under way, or ctx ends.
+func (t *takeUps) wait(ctx context.Context) {
+	t.mu.Lock()
+	idle, busy := t.idle, t.n > 0
+	t.mu.Unlock()
+	if busy {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+		}
+	}
+}
+
 // untilShutdown is ctx, ended also when the shutdown begins; call its
 // cancel when done.
 func (s *stopper) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -99,6 +139,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 	ctx, cancel := context.WithDeadline(context.Background(), c.finalDeadline(time.Now()))
 	defer cancel()
 	var errs []error
+	c.takeUps.wait(ctx)  // a take-up during the shutdown reads what this commit hands on
 	owned := c.own.all() // what a revoke during the drain did not take
 	if err := c.commit(ctx, owned); err != nil {
 		errs = append(errs, err)
