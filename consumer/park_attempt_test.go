@@ -56,7 +56,7 @@ func TestParkRetriesSurviveHandOver(t *testing.T) {
 	if n := headRetries(c2); n != 2 {
 		t.Fatalf("after the hand-over the head has %d failed retries; want the 2 failed before it", n)
 	}
-	got, err := InspectParked(context.Background(), e.addrs, "g-park-attempts", "chats", "")
+	got, err := InspectParked(context.Background(), ParkTarget{Brokers: e.addrs, Group: "g-park-attempts", Topic: "chats"})
 	if err != nil || len(got) != 1 || got[0].Retries != 2 {
 		t.Fatalf("InspectParked: %+v, %v; want the session with 2 failed retries", got, err)
 	}

@@ -36,17 +36,47 @@ type ParkedSession struct {
 	HeldThrough int64
 }
 
-// InspectParked lists the sessions parked for source topic (the park topic
-// is topic + suffix, DefaultParkTopicSuffix when "") as group's members
-// would rebuild them: each park partition is read from the group's
-// committed park position to its end, taking only the group's own
+// ParkTarget names the parked sessions of one group on one consumed topic,
+// for InspectParked and ReleaseHeld.
+type ParkTarget struct {
+	Brokers []string // seed brokers; required
+	Group   string   // the consumer group; required
+	Topic   string   // the consumed (source) topic; required
+	// TopicSuffix is the group's Park.TopicSuffix: the park topic is Topic
+	// + TopicSuffix. Default: [DefaultParkTopicSuffix].
+	TopicSuffix string
+	// ClientOptions are passed to the franz-go clients (TLS, SASL).
+	ClientOptions []kgo.Opt
+}
+
+// validate fills the defaults of pt and names a missing field.
+func (pt ParkTarget) validate() (ParkTarget, error) {
+	switch {
+	case len(pt.Brokers) == 0:
+		return pt, fmt.Errorf("%w: ParkTarget.Brokers: at least one seed broker is required", ErrConfig)
+	case pt.Group == "":
+		return pt, fmt.Errorf("%w: ParkTarget.Group: required", ErrConfig)
+	case pt.Topic == "":
+		return pt, fmt.Errorf("%w: ParkTarget.Topic: required", ErrConfig)
+	}
+	if pt.TopicSuffix == "" {
+		pt.TopicSuffix = DefaultParkTopicSuffix
+	}
+	return pt, nil
+}
+
+// InspectParked lists the sessions parked for pt.Group on pt.Topic as the
+// group's members would rebuild them: each park partition is read from the
+// group's committed park position to its end, taking only the group's own
 // entries in force (docs/parking.md, "Identity"); a partition with no
 // committed park position has nothing parked for the group. It only
-// reads. opts are passed to the franz-go clients (TLS, SASL).
-func InspectParked(ctx context.Context, brokers []string, group, topic, suffix string, opts ...kgo.Opt) ([]ParkedSession, error) {
-	if suffix == "" {
-		suffix = DefaultParkTopicSuffix
+// reads.
+func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) {
+	pt, err := pt.validate()
+	if err != nil {
+		return nil, err
 	}
+	brokers, group, topic, suffix, opts := pt.Brokers, pt.Group, pt.Topic, pt.TopicSuffix, pt.ClientOptions
 	nop := zerolog.Nop()
 	cfg := &Config{Brokers: brokers, Group: group, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait, ClientOptions: opts,
 		Park: ParkPolicy{TopicSuffix: suffix}}

@@ -36,23 +36,23 @@ func (io *parkIO) release(source string, part int32, session string) *kgo.Record
 }
 
 // ReleaseHeld releases session, held after its park retry budget was
-// spent (ParkHold), for group on source topic (the park topic is topic +
-// suffix, DefaultParkTopicSuffix when ""): it finds the partitions where
-// the group holds it (as InspectParked does) and writes a release marker
-// to each park partition. The member that owns the partition picks it up
-// within releaseEvery (at most 5 s) and retries the session's head at
-// once; a member that takes the partition later replays it. It returns
+// spent (ParkHold), for pt.Group on pt.Topic: it finds the partitions
+// where the group holds it (as InspectParked does) and writes a release
+// marker to each park partition. The member that owns the partition picks
+// it up within releaseEvery (at most 5 s) and retries the session's head
+// at once; a member that takes the partition later replays it. It returns
 // the held sessions released, or an error wrapping ErrNotHeld when the
-// session is held nowhere. opts are passed to the franz-go clients (TLS,
-// SASL).
-func ReleaseHeld(ctx context.Context, brokers []string, group, topic, suffix, session string, opts ...kgo.Opt) ([]ParkedSession, error) {
-	if suffix == "" {
-		suffix = DefaultParkTopicSuffix
-	}
-	parked, err := InspectParked(ctx, brokers, group, topic, suffix, opts...)
+// session is held nowhere.
+func ReleaseHeld(ctx context.Context, pt ParkTarget, session string) ([]ParkedSession, error) {
+	pt, err := pt.validate()
 	if err != nil {
 		return nil, err
 	}
+	parked, err := InspectParked(ctx, pt)
+	if err != nil {
+		return nil, err
+	}
+	brokers, group, topic, suffix, opts := pt.Brokers, pt.Group, pt.Topic, pt.TopicSuffix, pt.ClientOptions
 	var held []ParkedSession
 	for _, p := range parked {
 		if p.Session == session && p.Held {

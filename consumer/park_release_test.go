@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,12 +45,20 @@ func TestReleaseHeld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for _, tc := range []struct{ group, session string }{{"another-group", stuck}, {"g-release", "no-such-session"}} {
-		if _, err := ReleaseHeld(ctx, e.addrs, tc.group, "chats", "", tc.session); !errors.Is(err, ErrNotHeld) {
+		if _, err := ReleaseHeld(ctx, ParkTarget{Brokers: e.addrs, Group: tc.group, Topic: "chats"}, tc.session); !errors.Is(err, ErrNotHeld) {
 			t.Fatalf("ReleaseHeld(group %s, session %s): %v; want ErrNotHeld", tc.group, tc.session, err)
 		}
 	}
+	if _, err := ReleaseHeld(ctx, ParkTarget{Brokers: e.addrs, Topic: "chats"}, stuck); !errors.Is(err, ErrConfig) ||
+		!strings.Contains(err.Error(), "ParkTarget.Group") {
+		t.Fatalf("ReleaseHeld without a group: %v; want ErrConfig naming ParkTarget.Group", err)
+	}
 	down.Store(false)
-	held, err := ReleaseHeld(ctx, e.addrs, "g-release", "chats", "", stuck)
+	var held []ParkedSession
+	eventually(t, "the hold in a commit's park position", func() bool { // ReleaseHeld finds what the group committed
+		held, err = ReleaseHeld(ctx, ParkTarget{Brokers: e.addrs, Group: "g-release", Topic: "chats"}, stuck)
+		return !errors.Is(err, ErrNotHeld)
+	})
 	if err != nil || len(held) != 1 || held[0].HeldThrough != 0 || !slices.Equal(held[0].Offsets, []int64{1, 2}) {
 		t.Fatalf("ReleaseHeld: %+v, %v; want the session held through offset 0 with offsets 1 and 2", held, err)
 	}

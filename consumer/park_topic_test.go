@@ -193,7 +193,12 @@ func TestInspectParked(t *testing.T) {
 		st := c.Stats()
 		return len(st.Partitions) == 1 && st.Partitions[0].Park.Records == 3
 	})
-	got, err := InspectParked(context.Background(), e.addrs, "g-park-inspect", "chats", "")
+	var got []ParkedSession
+	var err error
+	eventually(t, "the parked session in a commit's park position", func() bool { // InspectParked reads what the group committed
+		got, err = InspectParked(context.Background(), ParkTarget{Brokers: e.addrs, Group: "g-park-inspect", Topic: "chats"})
+		return err != nil || len(got) > 0
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

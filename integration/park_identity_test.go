@@ -78,7 +78,7 @@ func TestParkTwoGroups(t *testing.T) {
 	ictx, icancel := context.WithTimeout(context.Background(), time.Minute)
 	defer icancel()
 	for group, want := range map[string]int{groupName("park-two-a"): 1, groupName("park-two-b"): 0, "no-such-group": 0} {
-		got, err := consumer.InspectParked(ictx, c.brokers, group, topic, "", c.Opts()...)
+		got, err := consumer.InspectParked(ictx, consumer.ParkTarget{Brokers: c.brokers, Group: group, Topic: topic, ClientOptions: c.Opts()})
 		if err != nil {
 			t.Fatal(err)
 		}

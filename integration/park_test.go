@@ -263,7 +263,12 @@ func testParkHoldThenRelease(t *testing.T, byMarker bool) {
 	if byMarker {
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
 		defer rcancel()
-		held, err := consumer.ReleaseHeld(rctx, c.brokers, groupName(group), topic, "", stuck, c.Opts()...)
+		var held []consumer.ParkedSession
+		var err error
+		waitFor(t, "the hold in a commit's park position", time.Minute, func() bool { // ReleaseHeld finds what the group committed
+			held, err = consumer.ReleaseHeld(rctx, consumer.ParkTarget{Brokers: c.brokers, Group: groupName(group), Topic: topic, ClientOptions: c.Opts()}, stuck)
+			return !errors.Is(err, consumer.ErrNotHeld)
+		})
 		if err != nil || len(held) != 1 || held[0].Partition != part || len(held[0].Offsets) != parkPer-1 {
 			t.Fatalf("ReleaseHeld(%s): %+v, %v; want the session held on partition %d with %d records", stuck, held, err, part, parkPer-1)
 		}

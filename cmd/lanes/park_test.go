@@ -71,9 +71,13 @@ func TestParkInspectAndRelease(t *testing.T) {
 	})
 
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"park", "inspect", "--brokers", brokers, "--group", "chat-service"}, &out, &errOut); err != nil {
-		t.Fatalf("park inspect: %v\n%s", err, errOut.String())
-	}
+	waitUntil(t, "the hold in a commit's park position", func() bool { // inspect reads what the group committed
+		out.Reset()
+		if err := run(context.Background(), []string{"park", "inspect", "--brokers", brokers, "--group", "chat-service"}, &out, &errOut); err != nil {
+			t.Fatalf("park inspect: %v\n%s", err, errOut.String())
+		}
+		return strings.Contains(out.String(), "held")
+	})
 	got := out.String()
 	for _, want := range []string{`chat/0	session "alice"	held (source offset 0 dead-lettered; release: lanes park release --group chat-service --topic chat --session "alice")	12 records	offsets [1 2 3 4 5 6 7 8 9 10] and 2 more	since`,
 		"1 session parked, 12 records (group chat-service, topic chat)"} {

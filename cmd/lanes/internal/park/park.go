@@ -104,7 +104,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	sessions, records := 0, 0
 	for _, t := range topics {
-		parked, err := consumer.InspectParked(ctx, bs, *group, t, *suffix, opts...)
+		parked, err := consumer.InspectParked(ctx, consumer.ParkTarget{Brokers: bs, Group: *group, Topic: t, TopicSuffix: *suffix, ClientOptions: opts})
 		if err != nil {
 			return fmt.Errorf("park inspect: brokers %s, topic %s%s: %w", *brokers, t, *suffix, err)
 		}
@@ -141,7 +141,7 @@ func line(p consumer.ParkedSession, group string, all bool) string {
 
 // release writes the release marker of a held session.
 func release(ctx context.Context, stdout io.Writer, brokers []string, group, topic, suffix, session string, opts []kgo.Opt) error {
-	held, err := consumer.ReleaseHeld(ctx, brokers, group, topic, suffix, session, opts...)
+	held, err := consumer.ReleaseHeld(ctx, consumer.ParkTarget{Brokers: brokers, Group: group, Topic: topic, TopicSuffix: suffix, ClientOptions: opts}, session)
 	if err != nil {
 		return fmt.Errorf("park release: brokers %s: %w", strings.Join(brokers, ","), err)
 	}
