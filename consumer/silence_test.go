@@ -195,8 +195,14 @@ func TestSilentMemberHoldsWork(t *testing.T) {
 
 			hb.mute(func(m string) bool { return m == id })
 			eventually(t, "b to own every partition", func() bool { return len(b.Stats().Partitions) == 4 })
+			// a, held, still lists the partitions it had: its rejoin is a
+			// new assignment, not partitions listed.
+			before := a.Stats().Rebalances
 			hb.unmute()
-			eventually(t, "a to rejoin", func() bool { return len(a.Stats().Partitions) > 0 })
+			eventually(t, "a to rejoin", func() bool {
+				st := a.Stats()
+				return st.Rebalances > before && len(st.Partitions) > 0
+			})
 			n := rounds()
 			waitHandled(t, rec, sessions, n)
 			if err := stopA(); err != nil {
