@@ -152,7 +152,7 @@ func (e *env) streamRounds(sessions []string, pace time.Duration) (finish func()
 // message is handled. Under both group protocols; the handlers honour
 // their context.
 func TestSilentMemberHoldsWork(t *testing.T) {
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "kip848") {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnv(t, 4)
 			hb := e.heartbeatGate()
@@ -302,7 +302,7 @@ func waitHandled(t *testing.T, rec *recorder, sessions []string, rounds int) {
 // dead-letter it). Under both group protocols.
 func TestSilenceHoldCutsAndResumes(t *testing.T) {
 	const sessionTimeout = 4 * time.Second // the hold at 3.2 s leaves the test 0.8 s before the group counts it gone
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "classic") {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnvTimeout(t, 1, sessionTimeout)
 			hb := e.heartbeatGate()
