@@ -9,6 +9,12 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 VERSION ?=
 APPLY   ?=
 TESTFLAGS ?= -race -count=1 -timeout 20m
+# test-long: the tests make test's quick form (-short) skips or runs
+# smaller (longOnly, quickSize, protocolsFor in their packages), run at
+# full size by name. make test exports the list, and such a test it does
+# not name fails there, so nothing cut from the quick form leaves CI.
+LONG_MODULES := consumer integration cmd/lanes
+LONG_TESTS   ?= ^(TestCrashScenario|TestParkCrash|TestScaleScenario|TestRebalanceStorm|TestParkModel|TestPartitionModel|TestParkSetDifferential|TestBreakerModel|TestBreakerOutage|TestBreakerOutageBatch|TestReadyIdleMember|TestNotReadyWhileKIP848SessionRestarts|TestReadyAfterCoordinatorDies|TestReadyAfterBrokerCloses|TestSilenceHoldDuringShutdown|TestSilenceHoldThroughRebalance|TestSilentMemberHoldsWork|TestSilenceHoldCutsAndResumes|TestBenchStuckSmall|TestBenchScaleSmall)$$
 # test-kafka: the consumer group protocols the integration suite runs under
 GROUP_PROTOCOLS ?= classic consumer
 # test-cluster: the broker-fault scenarios (go test -run)
@@ -17,11 +23,28 @@ BENCHFLAGS ?= -run '^$$' -bench . -benchmem -count 1
 
 KAFKA_SH := integration/kafka/kafka.sh
 
-.PHONY: test test-kafka test-cluster test-dedup bench lint demo fmt tidy release release-check
+.PHONY: test test-long test-kafka test-cluster test-dedup bench lint demo fmt tidy release release-check
 
-## test: every module, -race, on the embedded broker (kfake)
+## test: the quick form, what a contributor runs before every commit:
+## every module, -race, -short, on the embedded broker (kfake); the long
+## scenarios (crash, park crash, scale, rebalance storm), the soak and
+## outage tests and the bench runs are skipped, the model tests run fewer
+## seeds and the protocol-matrix tests one group protocol (test-long runs
+## them in full). Every module is tested; the failing ones are listed at
+## the end.
 test:
-	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...); done
+	@failed=""; for m in $(MODULES); do echo "== test $$m"; \
+	  (cd $$m && LANES_LONG_TESTS='$(LONG_TESTS)' $(GO) test $(TESTFLAGS) -short ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test failed in:$$failed"; exit 1; fi
+
+## test-long: the tests make test leaves out or cuts (LONG_TESTS), in full,
+## -race, on the embedded broker; .ci/run runs it after make test
+test-long:
+	@failed=""; for m in $(LONG_MODULES); do echo "== test-long $$m"; \
+	  (cd $$m && $(GO) test $(TESTFLAGS) -run '$(LONG_TESTS)' ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-long failed in:$$failed"; exit 1; fi
 
 ## test-kafka: the integration suite against a real Apache Kafka 4.x broker
 ## (started from Maven Central jars with the machine's Java, always stopped),

@@ -28,17 +28,33 @@ const (
 	boundSlack = 3 * time.Second
 )
 
-// groupProtocols are the two group protocols a test runs under: classic
-// (client-side cooperative-sticky) and KIP-848 (kgo.ServerSideBalancer).
-var groupProtocols = []struct {
+// groupProtocol is a group protocol a test runs under.
+type groupProtocol struct {
 	name string
 	opts []kgo.Opt
 	// coordinator lists the request keys a dead coordinator no longer
 	// answers under this protocol.
 	coordinator []kmsg.Key
-}{
+}
+
+// groupProtocols are the two group protocols a test runs under: classic
+// (client-side cooperative-sticky) and KIP-848 (kgo.ServerSideBalancer).
+var groupProtocols = []groupProtocol{
 	{"classic", nil, []kmsg.Key{kmsg.Heartbeat, kmsg.JoinGroup, kmsg.SyncGroup}},
 	{"kip848", []kgo.Opt{kgo.ServerSideBalancer()}, []kmsg.Key{kmsg.ConsumerGroupHeartbeat}},
+}
+
+// protocolsFor is the group protocols t runs under: both, or under -short
+// (make test) only the one named quick; make test-long runs both.
+func protocolsFor(t *testing.T, quick string) []groupProtocol {
+	t.Helper()
+	for _, p := range groupProtocols {
+		if p.name == quick {
+			return quickSize(t, groupProtocols, []groupProtocol{p})
+		}
+	}
+	t.Fatalf("no group protocol %q", quick)
+	return nil
 }
 
 // newGroupEnv starts a one-broker cluster whose groups (both protocols)
@@ -85,7 +101,7 @@ func TestReadyAfterCoordinatorDies(t *testing.T) {
 		{"closes", func() (kmsg.Response, error, bool) { return nil, errors.New("injected: coordinator gone"), true }},
 		{"silent", func() (kmsg.Response, error, bool) { return nil, nil, true }},
 	}
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "classic") {
 		for _, mode := range modes {
 			t.Run(proto.name+"/"+mode.name, func(t *testing.T) {
 				e := newGroupEnv(t, 1)
@@ -140,7 +156,7 @@ func TestReadyAfterCoordinatorDies(t *testing.T) {
 // brokers cannot be reached within the session timeout; a broker started
 // again on the same address, with its state, makes the member ready again. Under both group protocols.
 func TestReadyAfterBrokerCloses(t *testing.T) {
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "classic") {
 		t.Run(proto.name, func(t *testing.T) {
 			dir := t.TempDir()
 			e := newGroupEnv(t, 1, kfake.DataDir(dir))
@@ -171,6 +187,7 @@ func TestReadyAfterBrokerCloses(t *testing.T) {
 // It stays ready while its heartbeats are answered, past several session
 // timeouts.
 func TestReadyIdleMember(t *testing.T) {
+	longOnly(t, "ready past three session timeouts, under both protocols")
 	for _, proto := range groupProtocols {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnv(t, 1)
@@ -286,6 +303,7 @@ func TestGroupErrorLogged(t *testing.T) {
 // restart is an assignment of nothing new); it stays not ready through
 // every restart, as long as no heartbeat is answered.
 func TestNotReadyWhileKIP848SessionRestarts(t *testing.T) {
+	longOnly(t, "not ready through two session restarts")
 	e := newGroupEnv(t, 1)
 	var dead atomic.Bool
 	e.c.ControlKey(int16(kmsg.ConsumerGroupHeartbeat), func(kmsg.Request) (kmsg.Response, error, bool) {

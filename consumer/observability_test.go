@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -139,10 +140,15 @@ func TestMetricsReflectRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, c)
-	eventually(t, "retries, DLQ and a paused partition with lag", func() bool {
+	// Retries reach 2 at a|0's second failure, before its third attempt
+	// runs: the state to compare is the one after it (a|0 and b|0 done, the
+	// watermark at 2, only the slow session's lane left), which holds still
+	// while the slow handler waits.
+	waitFor(t, "a|0 and b|0 done, a paused partition with lag", func() bool {
 		st := c.Stats()
-		return st.Retries == 2 && st.DeadLettered == 1 && len(st.Partitions) == 1 && st.Partitions[0].Paused && st.Partitions[0].Lag > 0
-	})
+		return st.Retries == 2 && st.DeadLettered == 1 && st.ActiveSessions == 1 && len(st.Partitions) == 1 &&
+			st.Partitions[0].Watermark == 2 && st.Partitions[0].Paused && st.Partitions[0].Lag > 0
+	}, func() string { return fmt.Sprintf("%+v", c.Stats()) })
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

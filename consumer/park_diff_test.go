@@ -19,7 +19,8 @@ import (
 // with only a floor, a floor forgotten while parked, replays under old
 // epochs, re-deliveries below a floor).
 func TestParkSetDifferential(t *testing.T) {
-	const seeds, steps = 2000, 300
+	const steps = 300
+	seeds := quickSize(t, 2000, 200)
 	for seed := range uint64(seeds) {
 		d := newParkDiff(seed)
 		for i := range steps {

@@ -638,10 +638,7 @@ func slicesSort(s []string) {
 }
 
 func TestParkModel(t *testing.T) {
-	seeds := 500
-	if testing.Short() {
-		seeds = 100
-	}
+	seeds := quickSize(t, 500, 100)
 	for seed := range uint64(seeds) {
 		pm := newParkModel(t, seed)
 		for range 600 {

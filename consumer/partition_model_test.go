@@ -356,10 +356,7 @@ func (m *partModel) check() {
 var modelStashed, modelDrained atomic.Int64
 
 func TestPartitionModel(t *testing.T) {
-	seeds, steps := 400, 400
-	if testing.Short() {
-		seeds = 50
-	}
+	seeds, steps := quickSize(t, 400, 50), 400
 	t.Cleanup(func() {
 		if modelStashed.Load() == 0 || modelDrained.Load() == 0 {
 			t.Errorf("the model stashed %d fetches and drained %d chunks: the stash went untested",

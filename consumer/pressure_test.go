@@ -101,11 +101,20 @@ func TestRebalanceHandover(t *testing.T) {
 	finished := func(n int) func() bool {
 		return func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.finished) >= n }
 	}
+	// A member started is not yet a member of the group: the progress
+	// counted "on two members" is counted once B owns partitions (A alone
+	// can reach any count before B's join completes, and then leave the
+	// group before anything was handed over).
+	assigned := func(c *Consumer) func() bool {
+		return func() bool { return len(c.Stats().Partitions) > 0 }
+	}
 	a, stopA := member()
 	eventually(t, "progress on one member", finished(500))
-	_, stopB := member()
+	b, stopB := member()
+	eventually(t, "B assigned partitions", assigned(b))
 	eventually(t, "progress on two members", finished(3000))
-	_, stopC := member()
+	c, stopC := member()
+	eventually(t, "C assigned partitions", assigned(c))
 	eventually(t, "progress on three members", finished(5000))
 	if err := stopA(); err != nil {
 		t.Fatalf("member A leaving: %v", err)

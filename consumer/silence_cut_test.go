@@ -19,7 +19,7 @@ import (
 // group can count the member gone. Under both group protocols.
 func TestSilenceHoldDuringShutdown(t *testing.T) {
 	const sessionTimeout = 3 * time.Second
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "kip848") {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnvTimeout(t, 1, sessionTimeout)
 			hb := e.heartbeatGate()

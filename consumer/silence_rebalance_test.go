@@ -61,7 +61,7 @@ func rebalanceSignalled(msg string, keyvals []any) bool {
 // long, honouring their context, once the second starts.
 func TestSilenceHoldThroughRebalance(t *testing.T) {
 	const sessionTimeout = 3 * time.Second
-	for _, proto := range groupProtocols {
+	for _, proto := range protocolsFor(t, "classic") {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnvTimeout(t, 2, sessionTimeout)
 			gate := e.groupGate(kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat, kmsg.JoinGroup, kmsg.SyncGroup)

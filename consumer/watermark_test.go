@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -66,21 +67,23 @@ func crashAfterOutOfOrder(t *testing.T, disableMeta bool, want int) map[int64]in
 		t.Fatal(err)
 	}
 	stop := start(t, c)
-	rec.wait(t) // all but offset 2 done
-	eventually(t, "commit at offset 2 with the completed offsets", func() bool {
+	rec.wait(t) // all but offset 2 handled: a handler's return is not yet its offset done
+	// The commit to crash after is one whose metadata lists every offset
+	// above 2 (3..9) completed. An earlier commit at 2, made while the last
+	// offsets were still finishing, lists only some of them: offset 2 alone
+	// is not the state this test needs.
+	waitFor(t, "a commit at offset 2 listing 3..9 completed", func() bool {
 		ps := c.Stats().Partitions
 		if len(ps) != 1 || ps[0].Committed != 2 {
 			return false
 		}
-		for _, p := range c.own.all() {
-			p.mu.Lock()
-			meta := p.committedMeta
-			p.mu.Unlock()
-			if disableMeta != (meta != "") {
-				return true
-			}
+		meta := committedMetaOf(c)
+		if disableMeta {
+			return meta == ""
 		}
-		return false
+		return metaLists(meta, 2, offRange{3, 9})
+	}, func() string {
+		return fmt.Sprintf("stats %+v, committed metadata %q", c.Stats().Partitions, committedMetaOf(c))
 	})
 	ps := c.Stats().Partitions[0]
 	if ps.Committed != 2 || ps.Watermark != 2 || ps.Pending != 8 {
@@ -141,4 +144,24 @@ func TestCommittedFromGroup(t *testing.T) {
 	if c2.Stats().Commits != 0 {
 		t.Errorf("%d commits by a member with nothing new to commit", c2.Stats().Commits)
 	}
+}
+
+// committedMetaOf is the metadata of c's last acknowledged commit of its
+// only partition ("" without one).
+func committedMetaOf(c *Consumer) string {
+	ps := c.own.all()
+	if len(ps) != 1 {
+		return ""
+	}
+	ps[0].mu.Lock()
+	defer ps[0].mu.Unlock()
+	return ps[0].committedMeta
+}
+
+// metaLists reports whether commit metadata meta was written at watermark
+// wm and lists exactly the completed ranges want above it.
+func metaLists(meta string, wm int64, want ...offRange) bool {
+	rest, _, _ := splitParkMeta(meta)
+	at, rs, err := decodeMetadata(rest)
+	return err == nil && at == wm && slices.Equal(rs, want)
 }

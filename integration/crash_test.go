@@ -109,9 +109,7 @@ func (cf *callFile) write(c lanestest.Call) {
 // SIGKILL at random points, then restarted, several times; nothing is lost
 // and no session runs out of order.
 func TestCrashScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash scenario: skipped with -short")
-	}
+	longOnly(t, "the crash scenario")
 	c := newCluster(t)
 	topic, dlq := c.topics(t, 6)
 	l := lanestest.NewLedger()

@@ -43,9 +43,7 @@ func parkHelper(h consumer.Handler) (consumer.ParkPolicy, consumer.Handler) {
 // sessions finish while the stuck ones are parked; then the stuck ones
 // recover. Nothing is lost, no session runs out of order.
 func TestParkCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash scenario: skipped with -short")
-	}
+	longOnly(t, "the park crash scenario")
 	c := newCluster(t)
 	topic, dlq := c.parkTopics(t)
 	l := lanestest.NewLedger()

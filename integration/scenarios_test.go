@@ -39,9 +39,7 @@ func TestSeedScenario(t *testing.T) {
 // Scenario 2, scale: 1,000 sessions, 200,000 messages, three members of one
 // group.
 func TestScaleScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("scale scenario: skipped with -short")
-	}
+	longOnly(t, "the scale scenario")
 	c := newCluster(t)
 	topic, dlq := c.topics(t, 12)
 	l := lanestest.NewLedger()
@@ -60,6 +58,7 @@ func TestScaleScenario(t *testing.T) {
 // Scenario 4, rebalance storm: members join and leave every second while
 // 10% of attempts fail and are retried.
 func TestRebalanceStorm(t *testing.T) {
+	longOnly(t, "the rebalance storm")
 	c := newCluster(t)
 	topic, dlq := c.topics(t, 8)
 	l := lanestest.NewLedger()

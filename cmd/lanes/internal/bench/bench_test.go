@@ -186,6 +186,7 @@ func TestPoolDefault(t *testing.T) {
 // for every message, the stuck sessions parked in the park run and holding their
 // partition's commits with in-lane retries. No timing is asserted.
 func TestBenchStuckSmall(t *testing.T) {
+	longOnly(t, "three stuck-session runs of 2 s, twice")
 	rep, out, _ := runJSON[stuckReport](t, "--stuck", "10%:1s", "--sessions", "50", "--rate", "1000",
 		"--duration", "2s", "--work", "0", "--partitions", "4", "--rounds", "2")
 	if rep.Stuck != 5 || len(rep.Results) != 3 || rep.Rounds != 2 {
@@ -254,6 +255,7 @@ func TestMedianResults(t *testing.T) {
 // counts settle (every member owning partitions), consume, and report
 // latencies. No timing is asserted.
 func TestBenchScaleSmall(t *testing.T) {
+	longOnly(t, "the scale run of one and two members")
 	rep, out, _ := runJSON[scaleReport](t, "--scale", "1,2", "--sessions", "100", "--partitions", "4",
 		"--work", "5ms", "--pool", "5", "--duration", "1s")
 	if len(rep.Steps) != 2 {
