@@ -240,3 +240,48 @@ func TestShutdownBoundedWithUnansweredDLQ(t *testing.T) {
 		t.Fatalf("Stats.DeadLetterFailures %d; want 0: the write was cut, not failing", n)
 	}
 }
+
+// TestShutdownCutsStallSkipWrite: SkipStalled's dead-letter write of a
+// stalled record is in flight (the broker never answers) when the
+// shutdown begins: the write is ended, not failing. Run's ErrUnfinished
+// names it as ended by the shutdown and no failed write is counted.
+func TestShutdownCutsStallSkipWrite(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produceValues("chats", "a|0")
+	sent := make(chan struct{})
+	first := true
+	e.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		if first {
+			first = false
+			close(sent)
+		}
+		return nil, nil, true // never answer
+	})
+	rec := newRecorder(1, func(ctx context.Context, _ *Message) error {
+		<-ctx.Done() // stalls the partition until the shutdown cancels it
+		return ctx.Err()
+	})
+	cfg := e.config("g-stall-cut", "chats")
+	cfg.SkipStalled, cfg.StallTimeout = true, 200*time.Millisecond
+	cfg.ShutdownTimeout, cfg.CommitTimeout, cfg.LeaveTimeout = 500*time.Millisecond, 5*time.Second, time.Second
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, wait := runMember(t, c, "A")
+	select {
+	case <-sent:
+	case <-time.After(testTimeout):
+		t.Fatal("no stall-skip DLQ write reached the broker")
+	}
+	stop()
+	err = wait()
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "ended by the shutdown before the broker answered") ||
+		strings.Contains(err.Error(), "failing") {
+		t.Fatalf("Run: %v, want ErrUnfinished naming the stall-skip DLQ write the shutdown ended (not failing)", err)
+	}
+	if n := c.Stats().DeadLetterFailures; n != 0 {
+		t.Fatalf("Stats.DeadLetterFailures %d; want 0: the write was ended, not failing", n)
+	}
+}

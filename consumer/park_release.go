@@ -147,8 +147,15 @@ func (p *partition) parkReleases(entries []loggedEntry, end int64, now time.Time
 		return nil
 	}
 	var out []string
+	set := p.pk.set
 	for _, le := range entries {
-		if le.e.kind == parkRelease && le.e.group == p.pk.set.w.group && p.pk.set.release(le.e.session, now) {
+		if le.e.kind != parkRelease || le.e.group != set.w.group {
+			continue
+		}
+		// A release written before the session's hold (a second release
+		// of an earlier hold, read late) is not for this hold: a rebuild,
+		// replaying in offset order, would not apply it either.
+		if ss := set.sessions[le.e.session]; ss != nil && ss.held && le.off > ss.holdOffset && set.release(le.e.session, now) {
 			out = append(out, le.e.session)
 		}
 	}

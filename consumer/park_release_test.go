@@ -73,3 +73,31 @@ func TestReleaseHeld(t *testing.T) {
 		t.Fatalf("handled %v after the release; want 1 then 2", ok)
 	}
 }
+
+// TestReleasePickupMatchesItsHold: the owner's pickup applies a release
+// marker only to a hold written before it, as a rebuild replaying the
+// partition in offset order does: a release read late (a second release
+// of an earlier hold) does not release a later hold.
+func TestReleasePickupMatchesItsHold(t *testing.T) {
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 10, nil)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 1)
+	now := time.Now()
+	p.mu.Lock()
+	p.pk.set.add("s", 8, 100, now)
+	p.pk.set.held("s", 99, 10)
+	p.mu.Unlock()
+	release := func(off int64) loggedEntry {
+		return loggedEntry{off: off, e: parkEntry{kind: parkRelease, group: "g", session: "s", epoch: -1}}
+	}
+	if got := p.parkReleases([]loggedEntry{release(5)}, 11, now); len(got) != 0 || !p.pk.set.sessions["s"].held {
+		t.Fatalf("a release written before the hold released %v", got)
+	}
+	other := release(12)
+	other.e.group = "h"
+	if got := p.parkReleases([]loggedEntry{other}, 13, now); len(got) != 0 {
+		t.Fatalf("another group's release released %v", got)
+	}
+	if got := p.parkReleases([]loggedEntry{release(14)}, 15, now); !slices.Equal(got, []string{"s"}) || p.pk.set.sessions["s"].held {
+		t.Fatalf("a release written after the hold: released %v", got)
+	}
+}

@@ -105,6 +105,10 @@ func (c *Consumer) skipStalled(bg context.Context, w *work, l *lane) {
 	ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 	defer cancel()
 	if err := c.dlq.write(ctx, rec); err != nil {
+		if bg.Err() != nil { // the shutdown began: the write was ended, it did not fail
+			w.p.dlqCut(w.seq, w.rec.Offset, time.Now())
+			return
+		}
 		c.stats.dlqFailures.Add(1)
 		ev := c.log().Debug()
 		if w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now()) {
