@@ -144,8 +144,10 @@ func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 		Topics:          topics,
 		DeadLetterTopic: *dlq,
 		Retry:           consumer.RetryPolicy{Forever: *dlq == ""}, // a consumer without a dead-letter topic retries forever
-		Park:            consumer.ParkPolicy{Enabled: *park, TopicSuffix: *suffix},
 		ClientOptions:   opts,
+	}
+	if *park { // a policy with values but off is refused
+		cfg.Park = consumer.ParkPolicy{Enabled: true, TopicSuffix: *suffix}
 	}
 	var topts []consumer.TopicOption
 	if *dlqParts > 0 {
