@@ -202,16 +202,7 @@ func TestShutdownBoundedDuringRebalance(t *testing.T) {
 func TestShutdownBoundedWithUnansweredDLQ(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	e.produceValues("chats", "a|0")
-	sent := make(chan struct{})
-	first := true
-	e.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		if first {
-			first = false
-			close(sent)
-		}
-		return nil, nil, true // never answer
-	})
+	sent := neverAnswerProduce(e)
 	rec := newRecorder(1, func(context.Context, *Message) error { return Permanent(errors.New("poison")) })
 	cfg := e.config("g-dlq-silent", "chats")
 	cfg.ShutdownTimeout, cfg.CommitTimeout, cfg.LeaveTimeout = 500*time.Millisecond, time.Second, time.Second
@@ -248,16 +239,7 @@ func TestShutdownBoundedWithUnansweredDLQ(t *testing.T) {
 func TestShutdownCutsStallSkipWrite(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	e.produceValues("chats", "a|0")
-	sent := make(chan struct{})
-	first := true
-	e.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		if first {
-			first = false
-			close(sent)
-		}
-		return nil, nil, true // never answer
-	})
+	sent := neverAnswerProduce(e)
 	rec := newRecorder(1, func(ctx context.Context, _ *Message) error {
 		<-ctx.Done() // stalls the partition until the shutdown cancels it
 		return ctx.Err()
@@ -284,4 +266,20 @@ func TestShutdownCutsStallSkipWrite(t *testing.T) {
 	if n := c.Stats().DeadLetterFailures; n != 0 {
 		t.Fatalf("Stats.DeadLetterFailures %d; want 0: the write was ended, not failing", n)
 	}
+}
+
+// neverAnswerProduce makes the broker take every produce request and never
+// answer it (it died mid-request); the channel is closed at the first.
+func neverAnswerProduce(e *env) <-chan struct{} {
+	sent := make(chan struct{})
+	first := true
+	e.c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		if first {
+			first = false
+			close(sent)
+		}
+		return nil, nil, true // never answer
+	})
+	return sent
 }
