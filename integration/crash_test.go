@@ -68,9 +68,13 @@ func helperConsumer() int {
 		ClientOptions: append([]kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
 			kgo.RebalanceTimeout(8 * time.Second)}, protocolOpts()...),
 	}
+	// A child's stderr goes to its own log file, whose tail a failing
+	// scenario prints: log at INFO always, DEBUG when asked.
+	level := slog.LevelInfo
 	if os.Getenv("LANES_TEST_LOG") != "" {
-		cfg.Slog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("member", member)
+		level = slog.LevelDebug
 	}
+	cfg.Slog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("member", member)
 	h := faulty(faults{transient: 0.05, work: 10 * time.Millisecond})
 	if os.Getenv("LANES_PARK") != "" { // TestParkCrash
 		cfg.Park, h = parkHelper(h)

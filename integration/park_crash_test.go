@@ -84,8 +84,8 @@ func TestParkCrash(t *testing.T) {
 			logs, _ := filepath.Glob(filepath.Join(dir, "child-*.log"))
 			for _, name := range logs {
 				b, _ := os.ReadFile(name)
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
+				if len(b) > 12000 {
+					b = b[len(b)-12000:]
 				}
 				t.Logf("%s (tail):\n%s", filepath.Base(name), b)
 			}
@@ -132,6 +132,11 @@ func waitLoaded(t *testing.T, calls *callFiles, l *lanestest.Ledger, n int, limi
 	deadline := time.Now().Add(limit)
 	for calls.load(t, l) < n {
 		if time.Now().After(deadline) {
+			r := l.Report()
+			t.Logf("%s", r)
+			for _, d := range r.Details {
+				t.Log(d)
+			}
 			t.Fatalf("timed out: %d of %d finished", l.Accounted(), n)
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
