@@ -65,6 +65,28 @@ type membership struct {
 	// heldTime is told when a hold begins and ends, for the stall watch
 	// (stall_clock.go); nil: not told.
 	heldTime *holdClock
+	// proto is the group protocol of the latest group request the
+	// coordinator answered (protoClassic, protoConsumer; 0 none yet): at
+	// an assignment, the protocol that assigned it.
+	proto atomic.Int32
+}
+
+// The group protocols a member can be in, as park fences name them.
+const (
+	protoClassic  = 1
+	protoConsumer = 2
+)
+
+// protocol names the group protocol this member's latest assignment came
+// through: "classic", "consumer" (KIP-848), or "" before any.
+func (m *membership) protocol() string {
+	switch m.proto.Load() {
+	case protoClassic:
+		return "classic"
+	case protoConsumer:
+		return "consumer"
+	}
+	return ""
 }
 
 var (
@@ -187,6 +209,14 @@ func (m *membership) OnGroupManageError(err error) {
 // sent. A hold ends at the second heartbeat answered in a session, or at
 // the assignment that follows a sync answered (assigned).
 func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if e2e.Err() == nil {
+		switch key {
+		case int16(kmsg.ConsumerGroupHeartbeat):
+			m.proto.Store(protoConsumer)
+		case int16(kmsg.JoinGroup), int16(kmsg.SyncGroup), int16(kmsg.Heartbeat):
+			m.proto.Store(protoClassic)
+		}
+	}
 	heartbeat := key == int16(kmsg.Heartbeat) || key == int16(kmsg.ConsumerGroupHeartbeat)
 	if (!heartbeat && key != int16(kmsg.SyncGroup)) || e2e.Err() != nil {
 		return

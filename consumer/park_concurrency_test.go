@@ -62,7 +62,7 @@ func TestParkOutDoneUnderClaim(t *testing.T) {
 	}
 	defer c.closePark()
 	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
-	p.enablePark(c.cfg.Park.rules(), c.cfg.Group, 1)
+	p.enablePark(c.cfg.Park.rules(), c.cfg.Group, 1, "classic")
 	r := &kgo.Record{Topic: "chats", Partition: 0, Offset: 0, Key: []byte("s"), Value: []byte("s|0")}
 	var seq uint64
 	p.admit([]*kgo.Record{r}, 1, nil, func(_ int, s uint64) { seq = s })

@@ -130,14 +130,14 @@ func TestParkEntryRoundTrip(t *testing.T) {
 			t.Errorf("parse %c marker: %+v, %v; want %+v", kind, e, err, want)
 		}
 	}
-	if e, _, err := parseEntry(io.fence("chats", 3, 2, "00ab", true)); err != nil || !e.reset || e.gen != 2 {
+	if e, _, err := parseEntry(io.fence("chats", 3, 2, "consumer", "00ab", true)); err != nil || !e.reset || e.gen != 2 || e.proto != "consumer" {
 		t.Errorf("parse reset fence: %+v, %v", e, err)
 	}
-	f := io.fence("chats", 3, 7, "00ab", false)
+	f := io.fence("chats", 3, 7, "classic", "00ab", false)
 	if f.Topic != "chats.park" || f.Partition != 3 || f.Key != nil {
 		t.Fatalf("fence %s/%d key %q", f.Topic, f.Partition, f.Key)
 	}
-	if e, _, err := parseEntry(f); err != nil || e != (parkEntry{kind: parkFence, epoch: -1, gen: 7, group: "chat", topicID: "00ab"}) {
+	if e, _, err := parseEntry(f); err != nil || e != (parkEntry{kind: parkFence, epoch: -1, gen: 7, proto: "classic", group: "chat", topicID: "00ab"}) {
 		t.Errorf("parse fence: %+v, %v", e, err)
 	}
 	if _, _, err := parseEntry(&kgo.Record{Value: []byte("x")}); err == nil {
@@ -161,13 +161,15 @@ func TestParkMetadata(t *testing.T) {
 		pc   parkCommit
 		ok   bool
 	}{
-		{"lanes1:AbC;park2:12,7,3,00ff,11ee", "lanes1:AbC", parkCommit{12, fenceMark{7, 3}, topicIDs{"00ff", "11ee"}}, true},
-		{";park2:1,0,-1,,", "", parkCommit{1, fenceMark{0, -1}, topicIDs{}}, true},
+		{"lanes1:AbC;park2:12,7,3,classic,00ff,11ee", "lanes1:AbC", parkCommit{12, fenceMark{7, 3, "classic"}, topicIDs{"00ff", "11ee"}}, true},
+		{";park2:1,0,-1,,,", "", parkCommit{1, fenceMark{0, -1, ""}, topicIDs{}}, true},
+		{";park2:1,0,-1,,", "", noParkCommit, false}, // five fields: no protocol
+		{";park2:1,0,-1,other,,", "", noParkCommit, false},
 		{"lanes1:AbC", "lanes1:AbC", noParkCommit, false},
-		{"lanes1:AbC;park2:x,7,3,,", "lanes1:AbC", noParkCommit, false},
+		{"lanes1:AbC;park2:x,7,3,,,", "lanes1:AbC", noParkCommit, false},
 		{"lanes1:AbC;park2:12,7,3,", "lanes1:AbC", noParkCommit, false},
-		{";park2:7,7,3,,", "", noParkCommit, false},   // the fence in force is below the position
-		{";park2:0,-1,-1,,", "", noParkCommit, false}, // and there is one
+		{";park2:7,7,3,,,", "", noParkCommit, false},   // the fence in force is below the position
+		{";park2:0,-1,-1,,,", "", noParkCommit, false}, // and there is one
 		{";park1:12,7", ";park1:12,7", noParkCommit, false},
 		{"member-id", "member-id", noParkCommit, false},
 	} {
@@ -180,17 +182,17 @@ func TestParkMetadata(t *testing.T) {
 		}
 	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 9)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 9, "consumer")
 	p.mu.Lock()
 	p.pk.set.w.topicID = "00ab"
 	p.pk.ids, p.pk.rebuilt = topicIDs{"00ab", "22cd"}, true
 	p.pk.set.replay(40, parkEntry{kind: parkFence, group: "g", gen: 9}, time.Now())
-	p.pk.set.replay(41, parkEntry{kind: parkFence, group: "g", gen: 10}, time.Now())
+	p.pk.set.replay(41, parkEntry{kind: parkFence, group: "g", gen: 10, proto: "consumer"}, time.Now())
 	p.pk.set.add("s", 42, 5, time.Now())
 	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
 	p.mu.Unlock()
 	rest, pc, ok := splitParkMeta(meta)
-	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, fenceMark{41, 10}, topicIDs{"00ab", "22cd"}}) {
+	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, fenceMark{41, 10, "consumer"}, topicIDs{"00ab", "22cd"}}) {
 		t.Fatalf("metadata %q: completed %v (%v), park section %+v", meta, rs, err, pc)
 	}
 }

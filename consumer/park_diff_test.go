@@ -58,7 +58,7 @@ func newParkDiff(seed uint64) *parkDiff {
 	if rng.IntN(2) == 0 { // a rebuild from a committed park position
 		pos := int64(1 + rng.IntN(5))
 		epoch := int64(rng.IntN(int(pos)+1)) - 1
-		f := fenceMark{epoch, int32(rng.IntN(3))}
+		f := fenceMark{epoch, int32(rng.IntN(3)), "classic"}
 		d.ps.begin(pos, f)
 		d.old.begin(pos, f)
 		d.park, d.epochs = pos, append(d.epochs, epoch)

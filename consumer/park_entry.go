@@ -33,16 +33,22 @@ type parkEntry struct {
 	retries int    // parkAttempt: failed retries of the head
 	group   string // the writer's consumer group; "" when the entry names none
 	gen     int32  // parkFence: the owner's group generation (classic) or member epoch (KIP-848); -1 none
+	proto   string // parkFence: the group protocol gen is of ("classic", "consumer"); "" unknown
 	topicID string // parkFence: the source topic's ID (hex) when known
 	reset   bool   // parkFence: its generation starts the comparison again
 }
 
 // fenceMark is a fence marker the identity rules accepted: its park offset
-// (the epoch its owner's entries carry) and its owner's generation.
+// (the epoch its owner's entries carry), its owner's generation and the
+// group protocol that generation is of ("" unknown).
 type fenceMark struct {
-	off int64
-	gen int32
+	off   int64
+	gen   int32
+	proto string
 }
+
+// noFence is the fence in force before any.
+var noFence = fenceMark{-1, -1, ""}
 
 // parkWriters are the identity rules of one park partition for one
 // group: which entries a rebuild takes as its group's own and in force
@@ -57,10 +63,10 @@ type fenceMark struct {
 //   - a fence: its generation is not below the generation in force (a
 //     fence of an owner that lost the partition, landing after the new
 //     owner's, is late), or it is a reset fence (an owner whose own fence
-//     was below: the group's protocol switched and its generations started
-//     again), and it names the source topic's current incarnation (a fence
-//     of a topic since deleted and made again names another ID); it is
-//     then in force;
+//     was below one of the other group protocol: the group's protocol
+//     switched and its generations started again), and it names the
+//     source topic's current incarnation (a fence of a topic since
+//     deleted and made again names another ID); it is then in force;
 //   - a release: always (an operator wrote it, not an owner; releasing a
 //     session that is not held does nothing);
 //   - any other entry: it was written under the fence in force (its epoch
@@ -83,12 +89,12 @@ func (w *parkWriters) inForce() fenceMark {
 	if n := len(w.fences); n > 0 {
 		return w.fences[n-1]
 	}
-	return fenceMark{-1, -1}
+	return noFence
 }
 
 // at is the fence in force at park offset pos: the last taken below it.
 func (w *parkWriters) at(pos int64) fenceMark {
-	f := fenceMark{-1, -1}
+	f := noFence
 	for _, m := range w.fences {
 		if m.off < pos {
 			f = m
@@ -120,7 +126,7 @@ func (w *parkWriters) admit(off int64, e parkEntry) bool {
 		if (e.gen < cur.gen && !e.reset) || (e.topicID != "" && w.topicID != "" && e.topicID != w.topicID) {
 			return false
 		}
-		w.fences = append(w.fences, fenceMark{off, e.gen})
+		w.fences = append(w.fences, fenceMark{off, e.gen, e.proto})
 		return true
 	}
 	return cur.off >= 0 && e.epoch == cur.off

@@ -47,7 +47,7 @@ func TestParkLateFence(t *testing.T) {
 		t.Fatalf("epoch %d, %d records, a parked %v, b parked %v; want B's fence (2) in force and a's two records parked",
 			ps.epoch(), ps.records, ps.isParked("a"), ps.isParked("b"))
 	}
-	if pos, f := ps.position(), ps.w.at(ps.position()); pos != 1 || f != (fenceMark{0, 3}) {
+	if pos, f := ps.position(), ps.w.at(ps.position()); pos != 1 || f != (fenceMark{0, 3, ""}) {
 		t.Fatalf("position %d with fence %+v in force; want 1 with A's fence {0 3}", pos, f)
 	}
 }
@@ -70,7 +70,7 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 		return pc.String(), ok
 	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 4)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 4, "classic")
 	p.startAt(0)
 	if s, ok := sectionOf(p); ok {
 		t.Fatalf("committed (park section %q) before the park position was read", s)
@@ -79,20 +79,20 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 	if s, ok := sectionOf(p); !ok || s != "" {
 		t.Fatalf("fresh partition before its rebuild: committed %v with park section %q; want none", ok, s)
 	}
-	if p.parkCommitted(";park2:7,3,2,,") {
+	if p.parkCommitted(";park2:7,3,2,classic,,") {
 		t.Fatal("a section reported kept with parking on")
 	}
 	p.tr.version++
-	if s, ok := sectionOf(p); !ok || s != ";park2:7,3,2,," {
+	if s, ok := sectionOf(p); !ok || s != ";park2:7,3,2,classic,," {
 		t.Fatalf("before its rebuild: committed %v with park section %q; want the one found", ok, s)
 	}
 	p.mu.Lock()
 	p.pk.set.begin(7, p.pk.from.fence)
-	p.pk.set.replay(9, parkEntry{kind: parkFence, group: "g", gen: 4}, time.Now())
+	p.pk.set.replay(9, parkEntry{kind: parkFence, group: "g", gen: 4, proto: "classic"}, time.Now())
 	p.pk.rebuilt = true
 	p.tr.version++
 	p.mu.Unlock()
-	if s, ok := sectionOf(p); !ok || s != ";park2:10,9,4,," {
+	if s, ok := sectionOf(p); !ok || s != ";park2:10,9,4,classic,," {
 		t.Fatalf("rebuilt: committed %v with park section %q; want the set's", ok, s)
 	}
 
@@ -102,10 +102,10 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 	if _, ok := off.toCommit(4096); ok {
 		t.Fatal("parking off: committed before it could read whether the group's commit holds a park section")
 	}
-	if !off.parkCommitted("lanes1:x;park2:7,3,2,ab,") {
+	if !off.parkCommitted("lanes1:x;park2:7,3,2,classic,ab,") {
 		t.Fatal("parking off: a committed park section not reported")
 	}
-	if cp, ok := off.toCommit(4096); !ok || !strings.HasSuffix(cp.meta, ";park2:7,3,2,ab,") {
+	if cp, ok := off.toCommit(4096); !ok || !strings.HasSuffix(cp.meta, ";park2:7,3,2,classic,ab,") {
 		t.Fatalf("parking off: commit %+v (%v) drops the park section", cp, ok)
 	}
 }
@@ -169,14 +169,14 @@ func runChats(t *testing.T, e *env, group string) *Consumer {
 }
 
 // TestParkGenerationsStartAgain: the group's commit names a fence of
-// generation 999 (before an empty classic group became a consumer group,
-// whose member epochs start again near 1): the new owner's own fence is
-// below it; it writes a reset fence, which is in force, and handles its
-// partition instead of holding it for good.
+// generation 999 of the other group protocol (before an empty consumer
+// group became a classic one, whose generations start again near 1): the
+// new owner's own fence is below it; it writes a reset fence, which is in
+// force, and handles its partition instead of holding it for good.
 func TestParkGenerationsStartAgain(t *testing.T) {
 	e := newEnv(t, 1, "chats", "chats.park", "dlq")
 	produceSeqs(t, e, "chats", "s", 0, 5)
-	parkWorld(t, e, "g-gen", ";park2:1,0,999,,", func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "", false) })
+	parkWorld(t, e, "g-gen", ";park2:1,0,999,consumer,,", func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "consumer", "", false) })
 	runChats(t, e, "g-gen")
 	if pc := committedSection(t, e, "g-gen"); pc.fence.gen >= 999 || pc.fence.off < 1 {
 		t.Fatalf("committed park section %+v; want this owner's reset fence in force", pc)
@@ -192,14 +192,14 @@ func TestParkGenerationsStartAgain(t *testing.T) {
 // partition.
 func TestParkTopicMadeAgain(t *testing.T) {
 	for _, tc := range []struct{ name, section string }{
-		{"another park topic ID", ";park2:1,0,1,,ffffffffffffffffffffffffffffffff"},
-		{"past the end", ";park2:1000,0,1,,"},
+		{"another park topic ID", ";park2:1,0,1,classic,,ffffffffffffffffffffffffffffffff"},
+		{"past the end", ";park2:1000,0,1,classic,,"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 1, "chats", "chats.park", "dlq")
 			produceSeqs(t, e, "chats", "s", 0, 5)
 			parkWorld(t, e, "g-made-again", tc.section,
-				func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "", false) },
+				func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "classic", "", false) },
 				func(io *parkIO) *kgo.Record {
 					return io.copyOf(&kgo.Record{Topic: "chats", Offset: 0, Key: []byte("s"), Value: []byte("s|0")}, "s", 0, 1, time.Now(), time.Now(), "old")
 				},
@@ -209,5 +209,63 @@ func TestParkTopicMadeAgain(t *testing.T) {
 				t.Fatalf("committed park section %+v; want one within the park partition, of its park topic", pc)
 			}
 		})
+	}
+}
+
+// TestParkLateOwnFence: a later owner's fence, of this group protocol and
+// a higher generation, is in force in the park partition after the
+// committed position when this member's own fence lands (it lost the
+// partition while taking it up: its assignment callback outlived the
+// rebalance timeout). The member is not the owner: it writes no reset
+// fence (which would put it in force over the real owner's, whose later
+// entries every rebuild would then ignore), handles nothing of the
+// partition and says why in Health, until the group takes it away.
+func TestParkLateOwnFence(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	produceSeqs(t, e, "chats", "s", 0, 5)
+	parkWorld(t, e, "g-late", ";park2:1,0,1,classic,,",
+		func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "classic", "", false) },
+		func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "classic", "", false) })
+	rec := newRecorder(5, nil)
+	cfg := e.config("g-late", "chats")
+	cfg.Park.Enabled = true
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "the partition held: a later owner's fence in force", func() bool {
+		for _, r := range c.Health().Reasons {
+			if strings.Contains(r, "lost the partition") {
+				return true
+			}
+		}
+		return false
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.snapshot()); n != 0 {
+		t.Errorf("%d handler calls on a partition this member lost; want none", n)
+	}
+	cl := e.client()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("chats.park", 0)
+	entries, err := c.park.entries(ctx, "chats.park", 0, 0, end.Offset, func(*kgo.Record, error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 3 {
+		t.Fatalf("park partition holds %d entries; want the two fences written and this member's own", len(entries))
+	}
+	for _, le := range entries {
+		if le.e.reset {
+			t.Errorf("a reset fence at park offset %d: this member put itself in force over the partition's owner", le.off)
+		}
 	}
 }

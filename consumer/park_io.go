@@ -23,6 +23,7 @@ const (
 	HeaderParkGroup      = "lanes-park-group"      // the consumer group that wrote it
 	HeaderParkGeneration = "lanes-park-generation" // fence: the owner's generation (classic) or member epoch (KIP-848)
 	HeaderParkTopicID    = "lanes-park-topic-id"   // fence: the source topic's ID (hex), its incarnation
+	HeaderParkProtocol   = "lanes-park-protocol"   // fence: the group protocol its generation is of: classic or consumer (KIP-848)
 	// HeaderParkGenerationReset marks a fence whose generation starts the
 	// comparison again ("true"): the group's generations started again.
 	HeaderParkGenerationReset = "lanes-park-generation-reset"
@@ -77,6 +78,13 @@ func (io *parkIO) topic(source string) string { return source + io.cfg.Park.Topi
 // errParkTopicBad: the park topic is there but unfit (partition count,
 // compaction): trying again does not help.
 var errParkTopicBad = errors.New("park topic unfit")
+
+// errParkLate: a later owner's fence is in force in the park partition
+// (a fence of this group protocol above this owner's generation): this
+// member lost the partition while taking it up. Its rebuild is tried
+// again only with a newer generation (retryRebuild), the partition held
+// meanwhile, until franz-go revokes it.
+var errParkLate = errors.New("park: a later owner's fence is in force: this member lost the partition")
 
 // check verifies the park topic of source: it exists, has the source's
 // partition count (park partition p belongs with source partition p), and
@@ -175,13 +183,15 @@ func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, 
 }
 
 // fence is the fence marker of a new owner of source partition (source,
-// part): its generation gen, and the source topic's ID. A reset fence
-// (its owner's generation was below the one in force: the group's
-// protocol switched, so its generations started again) is in force
-// whatever the generation before it.
-func (io *parkIO) fence(source string, part int32, gen int32, topicID string, reset bool) *kgo.Record {
+// part): its generation gen, of group protocol proto, and the source
+// topic's ID. A reset fence (its owner's generation was below the one in
+// force, of the other protocol: the group's protocol switched, so its
+// generations started again) is in force whatever the generation before
+// it.
+func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID string, reset bool) *kgo.Record {
 	h := append(io.meta(parkFence, "", -1),
 		kgo.RecordHeader{Key: HeaderParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
+		kgo.RecordHeader{Key: HeaderParkProtocol, Value: []byte(proto)},
 		kgo.RecordHeader{Key: HeaderParkTopicID, Value: []byte(topicID)})
 	if reset {
 		h = append(h, kgo.RecordHeader{Key: HeaderParkGenerationReset, Value: []byte("true")})
@@ -236,6 +246,8 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 			}
 		case HeaderParkTopicID:
 			e.topicID = v
+		case HeaderParkProtocol:
+			e.proto = v
 		case HeaderParkGenerationReset:
 			e.reset = v == "true"
 		case HeaderParkThrough:

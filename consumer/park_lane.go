@@ -28,12 +28,12 @@ func (c *Consumer) closePark() {
 // group generation (member epoch under KIP-848) they were assigned in:
 // their fences carry it, so that one written late by an owner that lost
 // the partition since is told apart (parkWriters).
-func (c *Consumer) enablePark(parts []*partition, gen int32) {
+func (c *Consumer) enablePark(parts []*partition, gen int32, proto string) {
 	if c.park == nil {
 		return
 	}
 	for _, p := range parts {
-		p.enablePark(c.cfg.Park.rules(), c.cfg.Group, gen)
+		p.enablePark(c.cfg.Park.rules(), c.cfg.Group, gen, proto)
 	}
 }
 

@@ -18,7 +18,8 @@ const parkSeq = ^uint64(0)
 // assigned.
 type partPark struct {
 	set *parkSet
-	gen int32 // this owner's generation when assigned: its fence carries it
+	gen   int32  // this owner's generation when assigned: its fence carries it
+	proto string // the group protocol gen is of (membership.protocol)
 	// from is the committed park section; from.pos -1: none (nothing in
 	// the park partition before this owner's fence is the group's).
 	from parkCommit
@@ -61,9 +62,10 @@ func (p *partition) parkAhead() *readAhead {
 }
 
 // Commit metadata: lanes' completed offsets (metadata.go), then the park
-// section: ";park2:<position>,<fence>,<generation>,<topic ID>,<park topic
-// ID>", the park position and the fence in force there (park offset and
-// generation), and the IDs of the source and park topics ("" unknown).
+// section: ";park2:<position>,<fence>,<generation>,<protocol>,<topic
+// ID>,<park topic ID>", the park position and the fence in force there
+// (park offset, generation and the group protocol it is of), and the IDs
+// of the source and park topics ("" unknown).
 const parkMetaSep = ";park2:"
 
 // parkCommit is the park section of a commit.
@@ -73,15 +75,15 @@ type parkCommit struct {
 	ids   topicIDs
 }
 
-var noParkCommit = parkCommit{pos: -1, fence: fenceMark{-1, -1}}
+var noParkCommit = parkCommit{pos: -1, fence: noFence}
 
 func (pc parkCommit) String() string {
 	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.off, 10) + "," +
-		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.ids.source + "," + pc.ids.park
+		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.fence.proto + "," + pc.ids.source + "," + pc.ids.park
 }
 
 // parkMetaRoom is what the park section may take of the commit metadata.
-const parkMetaRoom = len(parkMetaSep) + 3*20 + 4 + 2*32
+const parkMetaRoom = len(parkMetaSep) + 3*20 + len("consumer") + 5 + 2*32
 
 // parkRoomLocked is the room p's commits keep for a park section. p.mu
 // held.
@@ -100,7 +102,7 @@ func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 		return meta, noParkCommit, false
 	}
 	f := strings.Split(park, ",")
-	if len(f) != 5 {
+	if len(f) != 6 || (f[3] != "" && f[3] != "classic" && f[3] != "consumer") {
 		return rest, noParkCommit, false
 	}
 	pos, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -109,15 +111,15 @@ func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off >= pos {
 		return rest, noParkCommit, false
 	}
-	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen)}, ids: topicIDs{f[3], f[4]}}, true
+	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen), f[3]}, ids: topicIDs{f[4], f[5]}}, true
 }
 
 // enablePark gives p its parked set, for group, whose generation was gen
-// when p was assigned; called at assignment. Its committed park section
-// is unread until parkCommitted.
-func (p *partition) enablePark(r parkRules, group string, gen int32) {
+// (of group protocol proto) when p was assigned; called at assignment.
+// Its committed park section is unread until parkCommitted.
+func (p *partition) enablePark(r parkRules, group string, gen int32, proto string) {
 	p.mu.Lock()
-	p.pk = &partPark{set: newParkSet(r, group), gen: gen, from: noParkCommit, unread: true}
+	p.pk = &partPark{set: newParkSet(r, group), gen: gen, proto: proto, from: noParkCommit, unread: true}
 	p.mu.Unlock()
 }
 

@@ -495,7 +495,7 @@ func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
 // sessions no longer parked, not markers, not copies already done.
 func TestParkNeededFiltersReadAhead(t *testing.T) {
 	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 3}, "g", 1)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 3}, "g", 1, "classic")
 	now := time.Now()
 	p.pk.set.add("a", 5, 50, now)
 	p.pk.set.add("a", 6, 51, now)

@@ -54,6 +54,10 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 					Msg("park: the shutdown began during the rebuild of the parked sessions: nothing of the partition is handled here, its commit keeps the park position it found, and its next owner rebuilds them")
 				return
 			}
+			if errors.Is(err, errParkLate) {
+				p.parkUnavailable(err, time.Now())
+				break
+			}
 			if errors.Is(err, errParkTopicBad) || !sleepCtx(ctx, bo.NextBackOff()) {
 				p.parkUnavailable(err, time.Now())
 				c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
@@ -71,6 +75,13 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
 	defer cancel()
+	if _, gen := c.client.GroupMetadata(); gen > 0 {
+		// Still the owner after a rebalance since the assignment: its
+		// fence carries the generation it is in now.
+		p.mu.Lock()
+		p.pk.gen = max(p.pk.gen, gen)
+		p.mu.Unlock()
+	}
 	ids, err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
 	if err == nil {
 		err = c.rebuildPark(ctx, c.client, p, ids)
@@ -108,10 +119,10 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		return err
 	}
 	p.mu.Lock()
-	from, gen := p.pk.from, p.pk.gen
+	from, gen, proto := p.pk.from, p.pk.gen, p.pk.proto
 	p.mu.Unlock()
 	topic := c.park.topic(p.key.topic)
-	fence, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, ids.source, false))
+	fence, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, proto, ids.source, false))
 	if err != nil {
 		return err
 	}
@@ -135,7 +146,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	if err != nil {
 		return err
 	}
-	own := parkEntry{kind: parkFence, group: c.cfg.Group, gen: gen, topicID: ids.source}
+	own := parkEntry{kind: parkFence, group: c.cfg.Group, gen: gen, proto: proto, topicID: ids.source}
 	now := time.Now()
 	p.mu.Lock()
 	set := p.pk.set
@@ -145,13 +156,26 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	taken := set.replay(fence, own, now)
 	in := set.w.inForce()
 	p.mu.Unlock()
+	if !taken && (in.proto == "" || proto == "" || in.proto == proto || p.isFenced()) {
+		// A fence of a later owner, of this group protocol, is in force
+		// after this owner's: this member lost the partition while it took
+		// it up (its assignment callback outlived the rebalance timeout and
+		// the group went on without it, or a retried rebuild raced the
+		// revoke). It is not the owner: a reset fence would put it in
+		// force over the real owner's, whose entries every later rebuild
+		// would then ignore.
+		l.Warn().Int32("generation_in_force", in.gen).Int64("fence_in_force", in.off).Str("protocol", proto).
+			Msg("park: a later owner's fence is in force in the park partition: this member lost the partition while taking it up (kicked from the group?); nothing of it is handled or committed here, and franz-go revokes it at the member's next heartbeat")
+		return fmt.Errorf("%w: generation %d (%s) in force at park offset %d, this owner's is %d", errParkLate, in.gen, in.proto, in.off, gen)
+	}
 	if !taken {
-		// The group's generations started again (its protocol switched, an
-		// empty classic group became a consumer group): a reset fence
-		// starts the comparison again from this owner's.
-		l.Warn().Int32("generation_in_force", in.gen).Int64("fence_in_force", in.off).
-			Msg("park: this owner's generation is below the one in force in the park partition: the group's generations started again (its protocol switched, or it was deleted and made again); a reset fence starts the comparison from this owner's")
-		reset, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, ids.source, true))
+		// The group's generations started again: its protocol switched (an
+		// empty classic group became a consumer group, whose member
+		// epochs start near 1, or back). A reset fence starts the
+		// comparison again from this owner's.
+		l.Warn().Int32("generation_in_force", in.gen).Str("protocol_in_force", in.proto).Int64("fence_in_force", in.off).Str("protocol", proto).
+			Msg("park: the fence in force is of the other group protocol and a higher generation: the group's protocol switched and its generations started again; a reset fence starts the comparison from this owner's")
+		reset, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, proto, ids.source, true))
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func TestReleaseHeld(t *testing.T) {
 // of an earlier hold) does not release a later hold.
 func TestReleasePickupMatchesItsHold(t *testing.T) {
 	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 1)
+	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 1, "classic")
 	now := time.Now()
 	p.mu.Lock()
 	p.pk.set.add("s", 8, 100, now)

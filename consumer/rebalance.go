@@ -28,7 +28,7 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
 	_, gen := cl.GroupMetadata()
-	c.enablePark(parts, gen)
+	c.enablePark(parts, gen, c.member.protocol())
 	c.logAssigned(assigned, gen, c.stop.began.Load() != 0)
 	if _, stopping := c.stop.beganAt(); stopping {
 		var cancel context.CancelFunc

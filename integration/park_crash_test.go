@@ -53,6 +53,13 @@ func TestParkCrash(t *testing.T) {
 	start := time.Now()
 	c.produce(t, topic, sessions, per, l)
 	dir := t.TempDir()
+	if keep := os.Getenv("LANES_CHILD_LOGS"); keep != "" { // keep the children's files (logs, calls) after the run
+		var err error
+		if dir, err = os.MkdirTemp(keep, "park-crash-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("children's files in %s", dir)
+	}
 	gate := filepath.Join(dir, "gate")
 	calls := &callFiles{dir: dir, read: map[string]int64{}}
 	n := 0
