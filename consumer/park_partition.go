@@ -17,7 +17,7 @@ const parkSeq = ^uint64(0)
 // owner is, and the park section its group's commit held when it was
 // assigned.
 type partPark struct {
-	set *parkSet
+	set   *parkSet
 	gen   int32  // this owner's generation when assigned: its fence carries it
 	proto string // the group protocol gen is of (membership.protocol)
 	// from is the committed park section; from.pos -1: none (nothing in
