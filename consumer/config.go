@@ -88,8 +88,9 @@ type Config struct {
 	Breaker BreakerPolicy
 	// Park moves a session whose record keeps failing, with its later
 	// records, to a park topic so its partition keeps flowing, and retries
-	// it from there in order (docs/parking.md). Default: off (see
-	// ParkPolicy and its Default* constants).
+	// it from there in order
+	// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md).
+	// Default: off (see ParkPolicy and its Default* constants).
 	Park ParkPolicy
 	// Middleware wraps the handler given to New, in order: the first entry
 	// is the outermost, so it sees each attempt first and its outcome last
@@ -203,7 +204,8 @@ type Config struct {
 	// as well as linking to it. Default: false (link only: each consumer
 	// trace has its own root, as the messaging conventions recommend).
 	TraceAsChild bool
-	// MeterProvider receives lanes' metrics (see docs/observability.md).
+	// MeterProvider receives lanes' metrics (see
+	// https://github.com/lanesdev/lanes/blob/main/docs/observability.md).
 	// Default: otel.GetMeterProvider(), a no-op until the application sets
 	// a global provider.
 	MeterProvider metric.MeterProvider

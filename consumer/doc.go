@@ -35,7 +35,8 @@
 // moves, with its later records, to a park topic, in order, so its
 // partition keeps flowing for every other session; it is retried from
 // there in its own lane and unparked once its parked records are done
-// (docs/parking.md). A handler parks a record at once with Park(err).
+// (see [the parking guide]). A handler parks a record at once with
+// Park(err).
 //
 // # Logs
 //
@@ -59,4 +60,18 @@
 //		return err
 //	}
 //	return c.Run(ctx) // until ctx is cancelled; then drains and commits
+//
+// # Guides
+//
+// The repository's guides go further; the module does not carry them:
+// [the consumer guide] (configuration, the decisions behind it, batches,
+// group protocols, the circuit breaker), [the guarantees] and the tests
+// that prove them, [the parking guide], [observability] (spans, metrics,
+// health, log lines) and [operations] (sizing and scaling out).
+//
+// [the consumer guide]: https://github.com/lanesdev/lanes/blob/main/docs/consumer.md
+// [the guarantees]: https://github.com/lanesdev/lanes/blob/main/docs/guarantees.md
+// [the parking guide]: https://github.com/lanesdev/lanes/blob/main/docs/parking.md
+// [observability]: https://github.com/lanesdev/lanes/blob/main/docs/observability.md
+// [operations]: https://github.com/lanesdev/lanes/blob/main/docs/operations.md
 package consumer

@@ -14,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Headers of park topic entries (docs/parking.md). A parked copy keeps the
-// record's own key, value and headers and adds these.
+// Headers of park topic entries
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#topic-layout).
+// A parked copy keeps the record's own key, value and headers and adds
+// these.
 const (
 	HeaderParkKind       = "lanes-park-kind"       // record, done, hold, attempt, fence or release
 	HeaderParkSession    = "lanes-park-session"    // the lane (session) it belongs to

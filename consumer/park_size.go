@@ -13,12 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Park copies of large records (docs/parking.md, Limits). The park client
-// caps each park topic's batches at that topic's max.message.bytes, which
-// the check at assignment reads (parkLimits); a copy is built to fit it:
-// its lanes-park-reason is cut when that is enough, and a copy that still
-// does not fit is parked as a stub, read back from its source partition
-// when it is retried.
+// Park copies of large records
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits). The
+// park client caps each park topic's batches at that topic's
+// max.message.bytes, which the check at assignment reads (parkLimits); a
+// copy is built to fit it: its lanes-park-reason is cut when that is
+// enough, and a copy that still does not fit is parked as a stub, read back
+// from its source partition when it is retried.
 
 // HeaderParkStub marks a stub: a parked copy of a record too large for its
 // park topic, with the record's key and the lanes-park-* provenance but

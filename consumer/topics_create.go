@@ -202,12 +202,14 @@ func TopicsDryRun() TopicOption {
 //   - With Config.Park.Enabled, the park topic of each consumed topic (the
 //     topic plus Park.TopicSuffix) is created with its source's partition
 //     count and cleanup.policy=delete; an existing one must have its
-//     source's partition count and not be compacted (docs/parking.md).
+//     source's partition count and not be compacted
+//     (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
 //
 // Topics are created with the brokers' default replication factor unless
 // TopicsReplicationFactor is given, and their default retention: keep a
 // park topic's longer than a session may stay parked plus the longest
-// outage of the group (docs/parking.md).
+// outage of the group
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
 //
 // It returns one result per topic: the consumed topics in Config order,
 // then the dead-letter topic, then the park topics. The error is nil when
