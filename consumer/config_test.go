@@ -94,6 +94,7 @@ func TestDefaults(t *testing.T) {
 		{"LeaveTimeout", cfg.LeaveTimeout, DefaultLeaveTimeout},
 		{"StallTimeout", cfg.StallTimeout, DefaultStallTimeout},
 		{"MaxCommitMetadataBytes", cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
+		{"MaxBatch", cfg.MaxBatch, DefaultMaxBatch},
 		{"Shards", cfg.Shards, DefaultShardsPerCPU * runtime.GOMAXPROCS(0)},
 		{"Retry.InitialInterval", cfg.Retry.InitialInterval, DefaultRetryInitial},
 		{"Retry.Multiplier", cfg.Retry.Multiplier, DefaultRetryMultiplier},

@@ -43,8 +43,10 @@
 // lanes logs to slog.Default() unless Config.Slog names another logger:
 // a line per assignment and revoke, at the shutdown's start and end, and
 // for what needs an operator (a broker unreachable, a topic missing, a
-// dead-lettered record, a stall), with franz-go's warnings; never one per
-// message. slog.New(slog.DiscardHandler) logs nothing.
+// dead-lettered record, a spent retry budget, a recovered panic, a slow
+// handler, a stall, what makes the consumer not ready), with franz-go's
+// warnings and errors; never one per message.
+// slog.New(slog.DiscardHandler) logs nothing.
 //
 // # Example
 //
