@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,10 +17,6 @@ import (
 // partitions where it holds sessions, reads it and releases the session as
 // ReleaseParked does. A rebuild replays it too, so a release written during
 // a hand-over is not lost.
-
-// ErrNotHeld is returned by ReleaseHeld when the session is held on no
-// partition of the topic for the group.
-var ErrNotHeld = errors.New("consumer: session not held")
 
 // releaseEvery is how often the park loop looks for release markers in
 // the park partitions where this member holds sessions: the park delay,

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -108,51 +107,4 @@ func (p RetryPolicy) backoff() backoff.BackOff {
 	}
 	b.Reset()
 	return b
-}
-
-// permanentError marks an error that must not be retried; reason is the
-// lanes-dlq-reason its record is dead-lettered with.
-type permanentError struct {
-	err    error
-	reason Reason
-}
-
-func (e *permanentError) Error() string { return string(e.reason) + ": " + e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent wraps err so that the consumer never retries it: the message
-// goes straight to the dead-letter topic. Permanent(nil) returns nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err, reason: ReasonPermanent}
-}
-
-// Undecodable is Permanent for a payload that cannot be decoded (bad
-// framing, an unknown schema, bytes that do not match the schema): the
-// message goes straight to the dead-letter topic with reason
-// ReasonDecode, and err's text in the lanes-dlq-error header. Codecs
-// return it through their typed handlers. Undecodable(nil) returns nil.
-func Undecodable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err, reason: ReasonDecode}
-}
-
-// IsPermanent reports whether err, or any error it wraps, was marked with
-// Permanent or Undecodable.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
-
-// permanentReason is the dead-letter reason of a permanent err.
-func permanentReason(err error) Reason {
-	var p *permanentError
-	if errors.As(err, &p) {
-		return p.reason
-	}
-	return ReasonPermanent
 }

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -39,11 +38,6 @@ const (
 	// wrong and how to fix it.
 	TopicWrong TopicState = "wrong"
 )
-
-// ErrTopicUnfit is wrapped by the error of a topic that exists but does not
-// fit its use (TopicWrong): a park topic whose partition count is not its
-// source's, a compacted park or dead-letter topic.
-var ErrTopicUnfit = errors.New("consumer: topic unfit")
 
 // TopicResult is one topic as [CreateTopics] or [CheckTopics] left it.
 type TopicResult struct {
