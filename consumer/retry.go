@@ -21,10 +21,14 @@ type RetryPolicy struct {
 	// MaxInterval caps one wait. Default: [DefaultRetryMaxInterval].
 	MaxInterval time.Duration
 	// Jitter is the randomization factor: each wait is drawn from
-	// [w·(1−Jitter), w·(1+Jitter)]. Must be in [0, 1]. Default: [DefaultRetryJitter]. Set
-	// NoJitter for none.
+	// [w·(1−Jitter), w·(1+Jitter)]. Must be at most 1; a negative Jitter
+	// (say -1) turns jitter off. Default: [DefaultRetryJitter].
 	Jitter float64
-	// NoJitter turns jitter off (Jitter is then ignored).
+	// NoJitter turns jitter off.
+	//
+	// Deprecated: set Jitter to -1, which says the same in one field.
+	// NoJitter still works, alone or with a negative Jitter; with a
+	// positive Jitter, New refuses it as contradictory.
 	NoJitter bool
 	// MaxAttempts is the retry budget by count: handler calls including the
 	// first. Default: [DefaultRetryMaxAttempts].
@@ -65,8 +69,10 @@ func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
 		return bad("MaxAttempts", p.MaxAttempts)
 	case p.Multiplier < 0 || (p.Multiplier > 0 && p.Multiplier < 1):
 		return bad("Multiplier (want >= 1)", p.Multiplier)
-	case p.Jitter < 0 || p.Jitter > 1:
-		return bad("Jitter (want 0..1)", p.Jitter)
+	case p.Jitter > 1:
+		return bad("Jitter (want at most 1, or negative for none)", p.Jitter)
+	case p.NoJitter && p.Jitter > 0:
+		return p, fmt.Errorf("%w: Retry.NoJitter: contradicts Retry.Jitter %v: set only Jitter, -1 for none (NoJitter is deprecated)", ErrConfig, p.Jitter)
 	}
 	if p.InitialInterval == 0 {
 		p.InitialInterval = DefaultRetryInitial
@@ -77,11 +83,11 @@ func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
 	if p.MaxInterval == 0 {
 		p.MaxInterval = DefaultRetryMaxInterval
 	}
-	if p.Jitter == 0 {
+	switch {
+	case p.NoJitter || p.Jitter < 0:
+		p.Jitter = -1 // none, and stays none if applied again
+	case p.Jitter == 0:
 		p.Jitter = DefaultRetryJitter
-	}
-	if p.NoJitter {
-		p.Jitter = 0
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultRetryMaxAttempts
@@ -100,7 +106,7 @@ func (p RetryPolicy) backoff() backoff.BackOff {
 	b.InitialInterval = p.InitialInterval
 	b.Multiplier = p.Multiplier
 	b.MaxInterval = p.MaxInterval
-	b.RandomizationFactor = p.Jitter
+	b.RandomizationFactor = max(p.Jitter, 0)
 	b.MaxElapsedTime = p.MaxElapsed
 	if p.Forever {
 		b.MaxElapsedTime = 0
