@@ -14,7 +14,8 @@ type benchOrder struct {
 }
 
 // BenchmarkDecodeJSON: one record's decode, the same order every codec's
-// benchmark decodes (docs/benchmarks.md).
+// benchmark decodes
+// (https://github.com/lanesdev/lanes/blob/main/docs/benchmarks.md#codecs).
 func BenchmarkDecodeJSON(b *testing.B) {
 	c := codec.JSON[benchOrder]()
 	ctx := context.Background()

@@ -15,4 +15,9 @@
 // not answer) returns an error wrapping [ErrUnavailable]: Typed returns it
 // as it is, and the consumer retries it in the record's lane like any
 // handler error, keeping the session's order.
+//
+// [The codecs guide] in the repository goes further; the module does
+// not carry it.
+//
+// [The codecs guide]: https://github.com/lanesdev/lanes/blob/main/docs/codecs.md
 package codec

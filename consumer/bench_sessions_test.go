@@ -17,14 +17,15 @@ import (
 )
 
 // BenchmarkSessions: a zero-work handler over many sessions, each topic
-// holding sessionsMessages records spread evenly over its sessions
-// (12 partitions, one kfake broker in process). It reports lanes' msgs/s,
-// the peak number of goroutines and the peak heap + stacks in use above the
+// holding sessionsMessages records spread evenly over its sessions (12
+// partitions, one kfake broker in process). It reports lanes' msgs/s, the
+// peak number of goroutines and the peak heap + stacks in use above the
 // baseline, per session, sampled every 25 ms while it runs, and the
 // goroutines left a second after the last record was handled. Set
 // LANES_BENCH_SESSIONS (a comma-separated list) to choose the session
 // counts; 1,000,000 sessions with LANES_BENCH_MESSAGES=2000000 is the large
-// run in docs/benchmarks.md.
+// run in
+// https://github.com/lanesdev/lanes/blob/main/docs/benchmarks.md#sessions-and-memory.
 func BenchmarkSessions(b *testing.B) {
 	counts := []int{1000, 10_000, 100_000}
 	if v := os.Getenv("LANES_BENCH_SESSIONS"); v != "" {

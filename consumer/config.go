@@ -37,30 +37,39 @@ type Middleware func(Handler) Handler
 
 // Config configures a [Consumer]. The zero value of every field except
 // Brokers, Group, Topics and DeadLetterTopic means its documented default.
+//
+// The fields come in the order a service needs them: the four it must
+// set, then logging and what most services set, the policies for a record
+// that fails, traces and metrics, franz-go's options (TLS, SASL), and last
+// the Tuning fields, whose defaults suit most services; each of those
+// names the Default* constant its zero value means.
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
 	Brokers []string
 	// Group is the consumer group. Required.
 	Group string
-	// Topics are the topics to consume. Required. A session's records from
-	// several topics share one lane, so they are handled in order of
-	// arrival, one at a time.
+	// Topics are the topics to consume. Required, unless the handler given
+	// to New is a [TopicHandlers], whose topics are then consumed. A
+	// session's records from several topics share one lane, so they are
+	// handled in order of arrival, one at a time.
 	Topics []string
 	// DeadLetterTopic receives records that failed permanently or spent
 	// their retry budget. Required unless Retry.Forever is set, in which
 	// case no record is ever dead-lettered.
 	DeadLetterTopic string
 
+	// Slog receives lanes' log lines, never one per successful message
+	// (see the package doc's Logs), and franz-go's warnings and errors.
+	// Default: slog.Default() as it is when each line is logged (until
+	// slog.SetDefault, the log package's stderr, INFO and above). To log
+	// nothing, set slog.New(slog.DiscardHandler).
+	Slog *slog.Logger
 	// SessionKey returns the session ID of a record. Default: the record
 	// key as a string. Records with a nil key (and SessionKey unset) have
 	// no session: all of them from one partition share one lane, keyed by
 	// topic and partition, so they keep their partition order; their
 	// Message.SessionID is "".
 	SessionKey func(*kgo.Record) string
-	// Filter, when set, is called for every fetched record before it
-	// reaches a lane; returning false drops the record: it counts as done
-	// at once and is counted in Stats.Filtered. Default: keep everything.
-	Filter func(*kgo.Record) bool
 	// StartOffset is where a partition with no committed offset starts,
 	// and also where one whose committed offset is out of range starts
 	// (below the log start after retention, or past the end after a
@@ -68,10 +77,67 @@ type Config struct {
 	// that takes the partition over later starts there too, even if no
 	// record arrived meanwhile. Default: StartEarliest.
 	StartOffset StartOffset
+	// Middleware wraps the handler given to New, in order: the first entry
+	// is the outermost, so it sees each attempt first and its outcome last
+	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
+	// through the whole chain, under HandlerTimeout. Default: none.
+	Middleware []Middleware
+	// Filter, when set, is called for every fetched record before it
+	// reaches a lane; returning false drops the record: it counts as done
+	// at once and is counted in Stats.Filtered. Default: keep everything.
+	Filter func(*kgo.Record) bool
 
-	// Shards is the number of dispatch shards (lock stripes over the
-	// session → lane maps). Default: [DefaultShardsPerCPU] × GOMAXPROCS.
-	Shards int
+	// Policies: what happens to a record whose handler fails.
+	//
+	// Retry is the policy for handler errors: backoff, and the budget
+	// after which the record is dead-lettered. Default: the zero
+	// RetryPolicy (see its Default* constants).
+	Retry RetryPolicy
+	// Park moves a session whose record keeps failing, with its later
+	// records, to a park topic so its partition keeps flowing, and retries
+	// it from there in order
+	// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md).
+	// Default: off (see ParkPolicy and its Default* constants).
+	Park ParkPolicy
+	// Breaker is the circuit breaker over handler attempts across
+	// sessions: while most of them fail, fetching pauses, lanes hold their
+	// records without spending retry budget and one probe runs at a time.
+	// Default: off (see BreakerPolicy and its Default* constants).
+	Breaker BreakerPolicy
+
+	// Traces and metrics (OpenTelemetry).
+	//
+	// TracerProvider creates the process spans (one per handler attempt).
+	// Default: otel.GetTracerProvider(), a no-op until the application
+	// sets a global provider.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the producer's trace context from record headers.
+	// Default: W3C trace context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
+	// TraceAsChild makes each process span a child of the producer's span
+	// as well as linking to it. Default: false (link only: each consumer
+	// trace has its own root, as the messaging conventions recommend).
+	TraceAsChild bool
+	// MeterProvider receives lanes' metrics, listed in
+	// https://github.com/lanesdev/lanes/blob/main/docs/observability.md#metrics.
+	// Default: otel.GetMeterProvider(), a no-op until the application sets
+	// a global provider.
+	MeterProvider metric.MeterProvider
+
+	// ClientOptions are passed to franz-go after lanes' own options, for
+	// TLS, SASL, timeouts and anything else franz-go offers; they apply to
+	// the consumer's client and to the dead-letter producer's. Not to be
+	// passed: kgo.WithContext (lanes cancels its own to bound the group
+	// leave) and kgo.ConsumeResetOffset (use StartOffset: lanes commits the
+	// start position it lists, which must be where the client starts).
+	// Options that would break lanes' guarantees (auto-commit, a different
+	// group or topics) must not be passed. The consumer reads at
+	// read_committed; a kgo.FetchIsolationLevel here wins.
+	ClientOptions []kgo.Opt
+
+	// Tuning: the defaults suit most services. The zero value of each
+	// field is the Default* constant its doc names.
+	//
 	// HandlerTimeout bounds each handler attempt through its context; a
 	// handler that ignores its context is reported and its lane waits for
 	// it to return. It may exceed RevokeTimeout (the defaults do): a revoke
@@ -79,29 +145,14 @@ type Config struct {
 	// a shutdown after ShutdownTimeout, whatever is left of HandlerTimeout.
 	// Default: [DefaultHandlerTimeout].
 	HandlerTimeout time.Duration
-	// Retry is the policy for handler errors. Default: see RetryPolicy.
-	Retry RetryPolicy
-	// Breaker is the circuit breaker over handler attempts across
-	// sessions: while most of them fail, fetching pauses, lanes hold their
-	// records without spending retry budget and one probe runs at a time.
-	// Default: off (see BreakerPolicy and its Default* constants).
-	Breaker BreakerPolicy
-	// Park moves a session whose record keeps failing, with its later
-	// records, to a park topic so its partition keeps flowing, and retries
-	// it from there in order (docs/parking.md). Default: off (see
-	// ParkPolicy and its Default* constants).
-	Park ParkPolicy
-	// Middleware wraps the handler given to New, in order: the first entry
-	// is the outermost, so it sees each attempt first and its outcome last
-	// (Middleware{a, b} runs a(b(h))). Each attempt (retries included) goes
-	// through the whole chain, under HandlerTimeout. Default: none.
-	Middleware []Middleware
 	// MaxBatch bounds the messages handed to one call of a BatchHandler
 	// (see NewBatch): up to MaxBatch consecutive messages of one session
 	// that are already waiting in its lane. Ignored by New. Must not be
 	// negative. Default: [DefaultMaxBatch].
 	MaxBatch int
-
+	// Shards is the number of dispatch shards (lock stripes over the
+	// session → lane maps). Default: [DefaultShardsPerCPU] × GOMAXPROCS.
+	Shards int
 	// MaxBufferedRecords bounds the records of one partition held in
 	// memory: queued in lanes, in flight, and finished above an unfinished
 	// one (a record holding the watermark holds every record fetched after
@@ -148,18 +199,6 @@ type Config struct {
 	// final commit; a leave can wait for a rebalance under way. Default:
 	// [DefaultLeaveTimeout].
 	LeaveTimeout time.Duration
-
-	// DisableCompletedOffsets stops recording, in the commit metadata, the
-	// offsets completed above the committed watermark. With it set, a
-	// restart reprocesses everything from the watermark. Default: false
-	// (recorded, and skipped after a restart or rebalance).
-	DisableCompletedOffsets bool
-	// MaxCommitMetadataBytes caps the commit metadata. Keep it at or below
-	// the broker's offset.metadata.max.bytes (4096 by default); when the
-	// completed offsets do not fit, only the lowest of them are recorded.
-	// Default: [DefaultMaxCommitMetadataBytes].
-	MaxCommitMetadataBytes int
-
 	// StallTimeout reports a partition whose watermark has not moved for
 	// this long while a record holds it: a warning, Stats.Stalls and
 	// PartitionStats.Stalled. Time during which this member's work was
@@ -174,16 +213,17 @@ type Config struct {
 	// skipped while this member's work is held, nor when the hold ends.
 	// Default: false (report only).
 	SkipStalled bool
+	// DisableCompletedOffsets stops recording, in the commit metadata, the
+	// offsets completed above the committed watermark. With it set, a
+	// restart reprocesses everything from the watermark. Default: false
+	// (recorded, and skipped after a restart or rebalance).
+	DisableCompletedOffsets bool
+	// MaxCommitMetadataBytes caps the commit metadata. Keep it at or below
+	// the broker's offset.metadata.max.bytes (4096 by default); when the
+	// completed offsets do not fit, only the lowest of them are recorded.
+	// Default: [DefaultMaxCommitMetadataBytes].
+	MaxCommitMetadataBytes int
 
-	// Slog receives lanes' own log lines, and franz-go's warnings and
-	// errors, which lanes passes on: one per DLQ write, per retry budget
-	// spent, per recovered panic, per slow handler, per assignment and
-	// revoke, at the shutdown's start and end, and what makes the consumer
-	// not ready; never one per successful message. Default: slog.Default()
-	// as it is when each line is logged (until slog.SetDefault, the log
-	// package's stderr, INFO and above). To log nothing, set
-	// slog.New(slog.DiscardHandler).
-	Slog *slog.Logger
 	// Logger is the zerolog alternative to Slog (set one of them, not
 	// both): lanes logs through zerolog inside, so a service on zerolog
 	// may pass its logger here as it is.
@@ -191,51 +231,23 @@ type Config struct {
 	// Deprecated: set Slog; a zerolog logger goes there as
 	// slog.New(zerolog.NewSlogHandler(l)). Logger will be removed.
 	Logger *zerolog.Logger
-
-	// TracerProvider creates the process spans (one per handler attempt).
-	// Default: otel.GetTracerProvider(), a no-op until the application
-	// sets a global provider.
-	TracerProvider trace.TracerProvider
-	// Propagator reads the producer's trace context from record headers.
-	// Default: W3C trace context (traceparent, tracestate).
-	Propagator propagation.TextMapPropagator
-	// TraceAsChild makes each process span a child of the producer's span
-	// as well as linking to it. Default: false (link only: each consumer
-	// trace has its own root, as the messaging conventions recommend).
-	TraceAsChild bool
-	// MeterProvider receives lanes' metrics (see docs/observability.md).
-	// Default: otel.GetMeterProvider(), a no-op until the application sets
-	// a global provider.
-	MeterProvider metric.MeterProvider
-
-	// ClientOptions are passed to franz-go after lanes' own options, for
-	// TLS, SASL, timeouts and anything else franz-go offers; they apply to
-	// the consumer's client and to the dead-letter producer's. Not to be
-	// passed: kgo.WithContext (lanes cancels its own to bound the group
-	// leave) and kgo.ConsumeResetOffset (use StartOffset: lanes commits the
-	// start position it lists, which must be where the client starts). Options that
-	// would break lanes' guarantees (auto-commit, a different group or
-	// topics) must not be passed. The consumer reads at read_committed; a
-	// kgo.FetchIsolationLevel here wins.
-	ClientOptions []kgo.Opt
 }
 
-// Defaults applied by New to zero fields.
+// Defaults of the Config tuning fields, applied by New to zero fields.
 const (
-	DefaultHandlerTimeout     = time.Minute
-	DefaultMaxBufferedRecords = 4096
-	DefaultMaxPollRecords     = 512
-	DefaultFetchMaxWait       = 100 * time.Millisecond
-	DefaultCommitInterval     = time.Second
-	DefaultCommitTimeout      = 10 * time.Second
-	DefaultRevokeTimeout      = 30 * time.Second
-	DefaultShutdownTimeout    = 30 * time.Second
-	DefaultLeaveTimeout       = 5 * time.Second
-	DefaultStallTimeout       = 5 * time.Minute
-
-	DefaultMaxCommitMetadataBytes = 4096
-	DefaultShardsPerCPU           = 4
+	DefaultHandlerTimeout         = time.Minute
 	DefaultMaxBatch               = 64
+	DefaultShardsPerCPU           = 4
+	DefaultMaxBufferedRecords     = 4096
+	DefaultMaxPollRecords         = 512
+	DefaultFetchMaxWait           = 100 * time.Millisecond
+	DefaultCommitInterval         = time.Second
+	DefaultCommitTimeout          = 10 * time.Second
+	DefaultRevokeTimeout          = 30 * time.Second
+	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultLeaveTimeout           = 5 * time.Second
+	DefaultStallTimeout           = 5 * time.Minute
+	DefaultMaxCommitMetadataBytes = 4096
 )
 
 // validate checks cfg and returns a copy with defaults filled in.

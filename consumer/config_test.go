@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -42,6 +43,10 @@ func TestConfigValidation(t *testing.T) {
 		{"negative stall", func(c *Config) { c.StallTimeout = -time.Minute }, "StallTimeout"},
 		{"retry multiplier", func(c *Config) { c.Retry.Multiplier = 0.5 }, "Retry.Multiplier"},
 		{"retry jitter", func(c *Config) { c.Retry.Jitter = 2 }, "Retry.Jitter"},
+		{"retry no jitter", func(c *Config) { c.Retry.Jitter = -1 }, ""},
+		{"retry NoJitter, deprecated", func(c *Config) { c.Retry.NoJitter = true }, ""},
+		{"retry NoJitter and no jitter", func(c *Config) { c.Retry.NoJitter, c.Retry.Jitter = true, -1 }, ""},
+		{"retry NoJitter contradicts Jitter", func(c *Config) { c.Retry.NoJitter, c.Retry.Jitter = true, 0.2 }, "Retry.NoJitter"},
 		{"retry attempts", func(c *Config) { c.Retry.MaxAttempts = -1 }, "Retry.MaxAttempts"},
 		{"retry elapsed", func(c *Config) { c.Retry.MaxElapsed = -1 }, "Retry.MaxElapsed"},
 		{"topic twice", func(c *Config) { c.Topics = []string{"t", "u", "t"} }, "Topics"},
@@ -94,6 +99,7 @@ func TestDefaults(t *testing.T) {
 		{"LeaveTimeout", cfg.LeaveTimeout, DefaultLeaveTimeout},
 		{"StallTimeout", cfg.StallTimeout, DefaultStallTimeout},
 		{"MaxCommitMetadataBytes", cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
+		{"MaxBatch", cfg.MaxBatch, DefaultMaxBatch},
 		{"Shards", cfg.Shards, DefaultShardsPerCPU * runtime.GOMAXPROCS(0)},
 		{"Retry.InitialInterval", cfg.Retry.InitialInterval, DefaultRetryInitial},
 		{"Retry.Multiplier", cfg.Retry.Multiplier, DefaultRetryMultiplier},
@@ -166,5 +172,37 @@ func TestFetchMaxWaitPrecedence(t *testing.T) {
 			t.Errorf("%s: client FetchMaxWait %v, want %v", tc.name, got, tc.want)
 		}
 		cl.Close()
+	}
+}
+
+// TestRetryJitter: the randomization factor a lane's backoff gets from
+// Retry.Jitter and the deprecated NoJitter, and that applying the
+// defaults again keeps it (none stays none).
+func TestRetryJitter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    RetryPolicy
+		want float64
+	}{
+		{"default", RetryPolicy{}, DefaultRetryJitter},
+		{"set", RetryPolicy{Jitter: 0.2}, 0.2},
+		{"none", RetryPolicy{Jitter: -1}, 0},
+		{"any negative is none", RetryPolicy{Jitter: -0.5}, 0},
+		{"NoJitter, deprecated", RetryPolicy{NoJitter: true}, 0},
+		{"NoJitter and none", RetryPolicy{NoJitter: true, Jitter: -1}, 0},
+	} {
+		p, err := tc.p.withDefaults()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		again, err := p.withDefaults()
+		if err != nil {
+			t.Fatalf("%s, applied again: %v", tc.name, err)
+		}
+		for _, p := range []RetryPolicy{p, again} {
+			if got := p.backoff().(*backoff.ExponentialBackOff).RandomizationFactor; got != tc.want {
+				t.Errorf("%s: randomization factor %v, want %v", tc.name, got, tc.want)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -14,6 +15,30 @@ func TestUndecodable(t *testing.T) {
 	}
 	if permanentReason(Permanent(base)) != ReasonPermanent || Undecodable(nil) != nil {
 		t.Fatal("Permanent's reason changed, or Undecodable(nil) != nil")
+	}
+}
+
+// TestIsUndecodable: IsUndecodable tells an Undecodable error, however
+// wrapped, from a Permanent one and from a plain error.
+func TestIsUndecodable(t *testing.T) {
+	base := errors.New("bad magic byte")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"undecodable", Undecodable(base), true},
+		{"wrapped", fmt.Errorf("order: %w", Undecodable(base)), true},
+		{"joined", errors.Join(errors.New("x"), Undecodable(base)), true},
+		{"permanent", Permanent(base), false},
+		{"permanent of undecodable", Permanent(Undecodable(base)), true},
+		{"plain", base, false},
+		{"park", Park(base), false},
+		{"nil", nil, false},
+	} {
+		if got := IsUndecodable(tc.err); got != tc.want {
+			t.Errorf("%s: IsUndecodable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
 

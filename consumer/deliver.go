@@ -203,13 +203,14 @@ func (c *Consumer) recordLog(span trace.Span, w *work) zerolog.Logger {
 }
 
 // deadLetter writes w's record to the DLQ and, once the broker acknowledged
-// it, marks it done. It holds the record's claim, so the stall skipper never
-// writes a second copy; a record the skipper finished first is left alone
-// (false). A failed write is retried for as long as the partition is ours:
-// progress is never bought with data. A retriable failure is retried with
-// backoff; one that is not holds the partition, reported in Stats and the
-// log, and is tried again every Retry.MaxInterval, until an operator acts
-// (docs/consumer.md: a dead-letter copy that cannot be written).
+// it, marks it done. It holds the record's claim, so the stall skipper
+// never writes a second copy; a record the skipper finished first is left
+// alone (false). A failed write is retried for as long as the partition is
+// ours: progress is never bought with data. A retriable failure is retried
+// with backoff; one that is not holds the partition, reported in Stats and
+// the log, and is tried again every Retry.MaxInterval, until an operator
+// acts (a dead-letter copy that cannot be written, in
+// https://github.com/lanesdev/lanes/blob/main/docs/consumer.md).
 func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, span trace.Span) bool {
 	w.claim.Lock()
 	defer w.claim.Unlock()

@@ -35,15 +35,18 @@
 // moves, with its later records, to a park topic, in order, so its
 // partition keeps flowing for every other session; it is retried from
 // there in its own lane and unparked once its parked records are done
-// (docs/parking.md). A handler parks a record at once with Park(err).
+// (see [the parking guide]). A handler parks a record at once with
+// Park(err).
 //
 // # Logs
 //
 // lanes logs to slog.Default() unless Config.Slog names another logger:
 // a line per assignment and revoke, at the shutdown's start and end, and
 // for what needs an operator (a broker unreachable, a topic missing, a
-// dead-lettered record, a stall), with franz-go's warnings; never one per
-// message. slog.New(slog.DiscardHandler) logs nothing.
+// dead-lettered record, a spent retry budget, a recovered panic, a slow
+// handler, a stall, what makes the consumer not ready), with franz-go's
+// warnings and errors; never one per message.
+// slog.New(slog.DiscardHandler) logs nothing.
 //
 // # Example
 //
@@ -59,4 +62,18 @@
 //		return err
 //	}
 //	return c.Run(ctx) // until ctx is cancelled; then drains and commits
+//
+// # Guides
+//
+// The repository's guides go further; the module does not carry them:
+// [the consumer guide] (configuration, the decisions behind it, batches,
+// group protocols, the circuit breaker), [the guarantees] and the tests
+// that prove them, [the parking guide], [observability] (spans, metrics,
+// health, log lines) and [operations] (sizing and scaling out).
+//
+// [the consumer guide]: https://github.com/lanesdev/lanes/blob/main/docs/consumer.md
+// [the guarantees]: https://github.com/lanesdev/lanes/blob/main/docs/guarantees.md
+// [the parking guide]: https://github.com/lanesdev/lanes/blob/main/docs/parking.md
+// [observability]: https://github.com/lanesdev/lanes/blob/main/docs/observability.md
+// [operations]: https://github.com/lanesdev/lanes/blob/main/docs/operations.md
 package consumer

@@ -30,4 +30,82 @@ var (
 	// the dead-letter topic does not exist, and by the error of a topic
 	// CreateTopics or CheckTopics found missing; the message names them.
 	ErrTopicMissing = errors.New("consumer: topic missing")
+	// ErrTopicUnfit is wrapped by the error of a topic that exists but
+	// does not fit its use (TopicWrong): a park topic whose partition
+	// count is not its source's, a compacted park or dead-letter topic.
+	ErrTopicUnfit = errors.New("consumer: topic unfit")
+	// ErrNotHeld is returned by ReleaseHeld when the session is held on no
+	// partition of the topic for the group.
+	ErrNotHeld = errors.New("consumer: session not held")
 )
+
+// Errors a handler returns to say what becomes of its record: [Permanent]
+// and [Undecodable] dead-letter it at once, [Park] parks its session (with
+// Config.Park); any other error is retried under Config.Retry.
+
+// permanentError marks an error that must not be retried; reason is the
+// lanes-dlq-reason its record is dead-lettered with.
+type permanentError struct {
+	err    error
+	reason Reason
+}
+
+func (e *permanentError) Error() string { return string(e.reason) + ": " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Is reports an Undecodable mark as errUndecodable, for IsUndecodable:
+// errors.Is finds it below another mark (Permanent(Undecodable(err))),
+// where errors.As stops at the outer one.
+func (e *permanentError) Is(target error) bool {
+	return target == errUndecodable && e.reason == ReasonDecode
+}
+
+// errUndecodable is the target IsUndecodable looks for.
+var errUndecodable = errors.New("consumer: undecodable")
+
+// Permanent wraps err so that the consumer never retries it: the message
+// goes straight to the dead-letter topic with reason [ReasonPermanent].
+// [IsPermanent] reports it. Permanent(nil) returns nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err, reason: ReasonPermanent}
+}
+
+// Undecodable is [Permanent] for a payload that cannot be decoded (bad
+// framing, an unknown schema, bytes that do not match the schema): the
+// message goes straight to the dead-letter topic with reason
+// [ReasonDecode], and err's text in the lanes-dlq-error header. Codecs
+// return it through their typed handlers. [IsUndecodable] reports it, and
+// so does [IsPermanent]. Undecodable(nil) returns nil.
+func Undecodable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err, reason: ReasonDecode}
+}
+
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// [Permanent] or [Undecodable]: its record is not retried.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// IsUndecodable reports whether err, or any error it wraps, was marked
+// with [Undecodable]: a payload that does not decode. Such an error is
+// permanent too ([IsPermanent] reports it); IsUndecodable tells it apart
+// from one marked only with [Permanent].
+func IsUndecodable(err error) bool {
+	return errors.Is(err, errUndecodable)
+}
+
+// permanentReason is the dead-letter reason of a permanent err.
+func permanentReason(err error) Reason {
+	var p *permanentError
+	if errors.As(err, &p) {
+		return p.reason
+	}
+	return ReasonPermanent
+}

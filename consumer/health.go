@@ -17,12 +17,13 @@ type Health struct {
 	Live bool `json:"live"`
 	// Ready: live, a broker answering, every needed topic present, in its
 	// group (assigned, possibly nothing, and heartbeats answered), and
-	// nothing holds it back: no stalled partition (nor one whose record
-	// has waited StallTimeout while the member's work is held), no dead-letter write
-	// failing for a record not done, the last commit of every owned
+	// nothing holds it back: no stalled partition (nor one whose record has
+	// waited StallTimeout while the member's work is held), no dead-letter
+	// write failing for a record not done, the last commit of every owned
 	// partition acknowledged, the circuit breaker closed. Each reason
-	// clears as soon as what it names is over; docs/observability.md lists
-	// when each is set and cleared.
+	// clears as soon as what it names is over;
+	// https://github.com/lanesdev/lanes/blob/main/docs/observability.md#health-and-diagnostics
+	// lists when each is set and cleared.
 	Ready bool `json:"ready"`
 	// Reasons lists what makes it not live or not ready, one line each,
 	// naming the partition, offset, session and since when; empty (never

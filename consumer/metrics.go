@@ -14,7 +14,9 @@ import (
 // metrics exports the consumer's numbers through the OpenTelemetry metric
 // API. Gauges and counters are observed from Stats() at collection time, so
 // Stats and the metrics are one source; only the two latency histograms are
-// recorded as events happen. See docs/observability.md for the list.
+// recorded as events happen. See
+// https://github.com/lanesdev/lanes/blob/main/docs/observability.md#metrics
+// for the list.
 type metrics struct {
 	handlerDur metric.Float64Histogram
 	commitDur  metric.Float64Histogram

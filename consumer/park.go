@@ -4,9 +4,10 @@ import "time"
 
 // parkSet is the parked set of one source partition: the sessions whose
 // records wait in its park partition, and every rule over them
-// (docs/parking.md). The lane of a session asks it what to do with the
-// session's next record or retry and reports what came of it; the park
-// loop asks it which parked heads are due. Time is passed in.
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md). The lane
+// of a session asks it what to do with the session's next record or retry
+// and reports what came of it; the park loop asks it which parked heads are
+// due. Time is passed in.
 //
 // It is not safe for concurrent use: its partition's mutex guards it, so
 // that a record's park copy is added and its source record marked done in
@@ -53,7 +54,8 @@ type parkRules struct {
 // needed by a rebuild until then, so the park position stays at or below
 // it.
 //
-// 64 bytes and one parkedRecord per parked record (docs/parking.md).
+// 64 bytes and one parkedRecord per parked record
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits).
 type parkedSession struct {
 	recs       []parkedRecord
 	notBefore  time.Duration // since the set's base

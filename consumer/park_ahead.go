@@ -100,7 +100,7 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 
 // isParkCopy reports whether park partition record r is a parked copy.
 func isParkCopy(r *kgo.Record) bool {
-	return string(headerValue(r, HeaderParkKind)) == parkKindNames[parkRecord]
+	return string(headerValue(r, headerParkKind)) == parkKindNames[parkRecord]
 }
 
 // headerValue is the value of r's header k; nil without one.

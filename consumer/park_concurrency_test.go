@@ -85,11 +85,12 @@ func TestParkOutDoneUnderClaim(t *testing.T) {
 }
 
 // TestParkRetriesWaitForOpenBreaker: parking and the breaker combine
-// (docs/parking.md): the breaker holds every lane while most attempts
-// fail, and a failure while it is open is excused. A parked head's retry
-// asks no breaker: during an outage that opened it, a parked session
-// spends its whole park budget and its head is dead-lettered
-// (park-exhausted), while every record in the source partitions waits.
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md): the
+// breaker holds every lane while most attempts fail, and a failure while it
+// is open is excused. A parked head's retry asks no breaker: during an
+// outage that opened it, a parked session spends its whole park budget and
+// its head is dead-lettered (park-exhausted), while every record in the
+// source partitions waits.
 func TestParkRetriesWaitForOpenBreaker(t *testing.T) {
 	e := newEnv(t, 1, "chats", "chats.park", "dlq")
 	const stuck = "chat-stuck"

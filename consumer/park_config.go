@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// ParkPolicy configures parking (docs/parking.md): a session whose record
-// keeps failing moves, with every later record of it, to a park topic, in
-// order, so its partition keeps flowing for every other session; it is
-// retried from there in its own lane and unparked once its parked records
-// are done. The zero value is off.
+// ParkPolicy configures parking
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md): a session
+// whose record keeps failing moves, with every later record of it, to a
+// park topic, in order, so its partition keeps flowing for every other
+// session; it is retried from there in its own lane and unparked once its
+// parked records are done. The zero value is off.
 type ParkPolicy struct {
 	// Enabled turns parking on.
 	Enabled bool
@@ -172,9 +173,10 @@ type parkError struct{ err error }
 func (e *parkError) Error() string { return "park: " + e.err.Error() }
 func (e *parkError) Unwrap() error { return e.err }
 
-// Park wraps err so that, with Config.Park enabled, the record is parked
-// at once (its session moves to the park topic, docs/parking.md) instead
-// of being retried in its lane. Without parking it is an ordinary error.
+// Park wraps err so that, with Config.Park enabled, the record is parked at
+// once (its session moves to the park topic,
+// https://github.com/lanesdev/lanes/blob/main/docs/parking.md) instead of
+// being retried in its lane. Without parking it is an ordinary error.
 // Park(nil) returns nil.
 func Park(err error) error {
 	if err == nil {

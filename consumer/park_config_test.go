@@ -108,9 +108,9 @@ func TestParkEntryRoundTrip(t *testing.T) {
 	if cp.Topic != "chats.park" || cp.Partition != 3 || string(cp.Key) != "k" || string(cp.Value) != "v" {
 		t.Fatalf("copy %s/%d key %q value %q", cp.Topic, cp.Partition, cp.Key, cp.Value)
 	}
-	for k, want := range map[string]string{HeaderParkTopic: "chats", HeaderParkPartition: "3", HeaderParkOffset: "77",
-		HeaderParkAttempts: "4", HeaderParkFirstFailure: "2026-01-02T03:04:05.000000006Z",
-		HeaderParkNotBefore: "2026-01-02T03:04:06.000000006Z", HeaderParkReason: "dependency down", HeaderParkEpoch: "12", HeaderParkGroup: "chat"} {
+	for k, want := range map[string]string{headerParkTopic: "chats", headerParkPartition: "3", headerParkOffset: "77",
+		headerParkAttempts: "4", headerParkFirstFailure: "2026-01-02T03:04:05.000000006Z",
+		headerParkNotBefore: "2026-01-02T03:04:06.000000006Z", headerParkReason: "dependency down", headerParkEpoch: "12", headerParkGroup: "chat"} {
 		if got := headerOf(cp, k); got != want {
 			t.Errorf("header %s = %q; want %q", k, got, want)
 		}

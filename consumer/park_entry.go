@@ -50,13 +50,13 @@ type fenceMark struct {
 // noFence is the fence in force before any.
 var noFence = fenceMark{-1, -1, ""}
 
-// parkWriters are the identity rules of one park partition for one
-// group: which entries a rebuild takes as its group's own and in force
-// (docs/parking.md, "Identity"). A park partition is shared by every
-// group that consumes its source topic with parking on, and holds the
-// entries of every owner the source partition had, some landing late.
-// Read in offset order from the committed park position, an entry counts
-// when:
+// parkWriters are the identity rules of one park partition for one group:
+// which entries a rebuild takes as its group's own and in force
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity). A
+// park partition is shared by every group that consumes its source topic
+// with parking on, and holds the entries of every owner the source
+// partition had, some landing late. Read in offset order from the committed
+// park position, an entry counts when:
 //
 //   - it names this group (an entry of another group, or of none, is
 //     never ours);

@@ -98,7 +98,7 @@ func TestParkWhenRetryBudgetEnds(t *testing.T) {
 	}{
 		{"attempts", RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxAttempts: 2},
 			ParkPolicy{AfterAttempts: 5}},
-		{"elapsed", RetryPolicy{InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond, NoJitter: true,
+		{"elapsed", RetryPolicy{InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond, Jitter: -1,
 			MaxElapsed: 30 * time.Millisecond}, ParkPolicy{AfterAttempts: 10, After: time.Hour}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,9 +68,10 @@ func (pt ParkTarget) validate() (ParkTarget, error) {
 // InspectParked lists the sessions parked for pt.Group on pt.Topic as the
 // group's members would rebuild them: each park partition is read from the
 // group's committed park position to its end, taking only the group's own
-// entries in force (docs/parking.md, "Identity"); a partition with no
-// committed park position has nothing parked for the group. It only
-// reads.
+// entries in force
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity); a
+// partition with no committed park position has nothing parked for the
+// group. It only reads.
 func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) {
 	pt, err := pt.validate()
 	if err != nil {

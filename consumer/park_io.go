@@ -14,29 +14,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Headers of park topic entries (docs/parking.md). A parked copy keeps the
-// record's own key, value and headers and adds these.
+// Headers of park topic entries
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#topic-layout).
+// A parked copy keeps the record's own key, value and headers and adds
+// these. They are lanes' own wire format, read only by lanes
+// (InspectParked, ReleaseHeld, the lanes CLI), so they are not exported;
+// parking.md documents them for an operator reading a park topic.
 const (
-	HeaderParkKind       = "lanes-park-kind"       // record, done, hold, attempt, fence or release
-	HeaderParkSession    = "lanes-park-session"    // the lane (session) it belongs to
-	HeaderParkEpoch      = "lanes-park-epoch"      // park offset of its writer's fence marker
-	HeaderParkGroup      = "lanes-park-group"      // the consumer group that wrote it
-	HeaderParkGeneration = "lanes-park-generation" // fence: the owner's generation (classic) or member epoch (KIP-848)
-	HeaderParkTopicID    = "lanes-park-topic-id"   // fence: the source topic's ID (hex), its incarnation
-	HeaderParkProtocol   = "lanes-park-protocol"   // fence: the group protocol its generation is of: classic or consumer (KIP-848)
-	// HeaderParkGenerationReset marks a fence whose generation starts the
+	headerParkKind       = "lanes-park-kind"       // record, done, hold, attempt, fence or release
+	headerParkSession    = "lanes-park-session"    // the lane (session) it belongs to
+	headerParkEpoch      = "lanes-park-epoch"      // park offset of its writer's fence marker
+	headerParkGroup      = "lanes-park-group"      // the consumer group that wrote it
+	headerParkGeneration = "lanes-park-generation" // fence: the owner's generation (classic) or member epoch (KIP-848)
+	headerParkTopicID    = "lanes-park-topic-id"   // fence: the source topic's ID (hex), its incarnation
+	headerParkProtocol   = "lanes-park-protocol"   // fence: the group protocol its generation is of: classic or consumer (KIP-848)
+	// headerParkGenerationReset marks a fence whose generation starts the
 	// comparison again ("true"): the group's generations started again.
-	HeaderParkGenerationReset = "lanes-park-generation-reset"
-	HeaderParkThrough         = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
-	HeaderParkRetries         = "lanes-park-retries"       // attempt: failed retries of the head so far
-	HeaderParkTopic           = "lanes-park-topic"         // source topic
-	HeaderParkPartition       = "lanes-park-partition"     // source partition
-	HeaderParkOffset          = "lanes-park-offset"        // source offset
-	HeaderParkAttempts        = "lanes-park-attempts"      // failed attempts before it was parked
-	HeaderParkFirstFailure    = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
-	HeaderParkNotBefore       = "lanes-park-not-before"    // RFC 3339, its first retry
-	HeaderParkReason          = "lanes-park-reason"        // why it was parked
-	HeaderParkSource          = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
+	headerParkGenerationReset = "lanes-park-generation-reset"
+	headerParkThrough         = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
+	headerParkRetries         = "lanes-park-retries"       // attempt: failed retries of the head so far
+	headerParkTopic           = "lanes-park-topic"         // source topic
+	headerParkPartition       = "lanes-park-partition"     // source partition
+	headerParkOffset          = "lanes-park-offset"        // source offset
+	headerParkAttempts        = "lanes-park-attempts"      // failed attempts before it was parked
+	headerParkFirstFailure    = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
+	headerParkNotBefore       = "lanes-park-not-before"    // RFC 3339, its first retry
+	headerParkReason          = "lanes-park-reason"        // why it was parked
+	headerParkSource          = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
 )
 
 var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence",
@@ -162,14 +166,14 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 	h = append(h, r.Headers...)
 	h = append(h, io.meta(parkRecord, lane, epoch)...)
 	h = append(h,
-		kgo.RecordHeader{Key: HeaderParkTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: HeaderParkPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
-		kgo.RecordHeader{Key: HeaderParkOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
-		kgo.RecordHeader{Key: HeaderParkAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
-		kgo.RecordHeader{Key: HeaderParkFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: HeaderParkNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: HeaderParkReason, Value: []byte(clipUTF8(reason, maxErrorHeader))},
-		kgo.RecordHeader{Key: HeaderParkSource, Value: []byte(fmt.Sprintf("%d %d %d %d",
+		kgo.RecordHeader{Key: headerParkTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: headerParkPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		kgo.RecordHeader{Key: headerParkOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
+		kgo.RecordHeader{Key: headerParkAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
+		kgo.RecordHeader{Key: headerParkFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
+		kgo.RecordHeader{Key: headerParkNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
+		kgo.RecordHeader{Key: headerParkReason, Value: []byte(clipUTF8(reason, maxErrorHeader))},
+		kgo.RecordHeader{Key: headerParkSource, Value: []byte(fmt.Sprintf("%d %d %d %d",
 			r.Timestamp.UnixNano(), r.LeaderEpoch, r.ProducerID, r.ProducerEpoch))},
 	)
 	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
@@ -178,7 +182,7 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 // marker is a done, hold or attempt entry of park partition (topic,
 // part).
 func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
-	h := append(io.meta(kind, lane, epoch), kgo.RecordHeader{Key: HeaderParkThrough, Value: strconv.AppendInt(nil, through, 10)})
+	h := append(io.meta(kind, lane, epoch), kgo.RecordHeader{Key: headerParkThrough, Value: strconv.AppendInt(nil, through, 10)})
 	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(lane), Headers: h}
 }
 
@@ -190,11 +194,11 @@ func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, 
 // it.
 func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID string, reset bool) *kgo.Record {
 	h := append(io.meta(parkFence, "", -1),
-		kgo.RecordHeader{Key: HeaderParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
-		kgo.RecordHeader{Key: HeaderParkProtocol, Value: []byte(proto)},
-		kgo.RecordHeader{Key: HeaderParkTopicID, Value: []byte(topicID)})
+		kgo.RecordHeader{Key: headerParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
+		kgo.RecordHeader{Key: headerParkProtocol, Value: []byte(proto)},
+		kgo.RecordHeader{Key: headerParkTopicID, Value: []byte(topicID)})
 	if reset {
-		h = append(h, kgo.RecordHeader{Key: HeaderParkGenerationReset, Value: []byte("true")})
+		h = append(h, kgo.RecordHeader{Key: headerParkGenerationReset, Value: []byte("true")})
 	}
 	return &kgo.Record{Topic: io.topic(source), Partition: part, Headers: h}
 }
@@ -203,16 +207,16 @@ func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID str
 // after its retries-th failed retry.
 func (io *parkIO) attempt(source string, part int32, lane string, src, epoch int64, retries int) *kgo.Record {
 	r := io.marker(parkAttempt, source, part, lane, src, epoch)
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderParkRetries, Value: strconv.AppendInt(nil, int64(retries), 10)})
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerParkRetries, Value: strconv.AppendInt(nil, int64(retries), 10)})
 	return r
 }
 
 func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHeader {
 	return []kgo.RecordHeader{
-		{Key: HeaderParkKind, Value: []byte(parkKindNames[kind])},
-		{Key: HeaderParkSession, Value: []byte(lane)},
-		{Key: HeaderParkEpoch, Value: strconv.AppendInt(nil, epoch, 10)},
-		{Key: HeaderParkGroup, Value: []byte(io.cfg.Group)},
+		{Key: headerParkKind, Value: []byte(parkKindNames[kind])},
+		{Key: headerParkSession, Value: []byte(lane)},
+		{Key: headerParkEpoch, Value: strconv.AppendInt(nil, epoch, 10)},
+		{Key: headerParkGroup, Value: []byte(io.cfg.Group)},
 	}
 }
 
@@ -232,35 +236,35 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		}
 		v := string(h.Value)
 		switch h.Key {
-		case HeaderParkKind:
+		case headerParkKind:
 			kind = v
-		case HeaderParkSession:
+		case headerParkSession:
 			e.session = v
-		case HeaderParkEpoch:
+		case headerParkEpoch:
 			e.epoch, _ = strconv.ParseInt(v, 10, 64)
-		case HeaderParkGroup:
+		case headerParkGroup:
 			e.group = v
-		case HeaderParkGeneration:
+		case headerParkGeneration:
 			if g, err := strconv.ParseInt(v, 10, 32); err == nil {
 				e.gen = int32(g)
 			}
-		case HeaderParkTopicID:
+		case headerParkTopicID:
 			e.topicID = v
-		case HeaderParkProtocol:
+		case headerParkProtocol:
 			e.proto = v
-		case HeaderParkGenerationReset:
+		case headerParkGenerationReset:
 			e.reset = v == "true"
-		case HeaderParkThrough:
+		case headerParkThrough:
 			through, _ = strconv.ParseInt(v, 10, 64)
-		case HeaderParkRetries:
+		case headerParkRetries:
 			e.retries, _ = strconv.Atoi(v)
-		case HeaderParkTopic:
+		case headerParkTopic:
 			topic = v
-		case HeaderParkPartition:
+		case headerParkPartition:
 			part, _ = strconv.ParseInt(v, 10, 64)
-		case HeaderParkOffset:
+		case headerParkOffset:
 			off, _ = strconv.ParseInt(v, 10, 64)
-		case HeaderParkSource: // the source record as the handler saw it before the copy (absent in older copies)
+		case headerParkSource: // the source record as the handler saw it before the copy (absent in older copies)
 			var ns int64
 			if _, err := fmt.Sscanf(v, "%d %d %d %d", &ns, &src.LeaderEpoch, &src.ProducerID, &src.ProducerEpoch); err == nil {
 				src.Timestamp = time.Unix(0, ns)
@@ -277,7 +281,7 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		return e, src, nil
 	case "done", "hold":
 		if through < 0 {
-			return e, nil, fmt.Errorf("%s marker without %s", kind, HeaderParkThrough)
+			return e, nil, fmt.Errorf("%s marker without %s", kind, headerParkThrough)
 		}
 		e.kind, e.src = parkDone, through
 		if kind == "hold" {
@@ -286,7 +290,7 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		return e, nil, nil
 	case "attempt":
 		if through < 0 || e.retries <= 0 {
-			return e, nil, fmt.Errorf("attempt marker without %s or %s", HeaderParkThrough, HeaderParkRetries)
+			return e, nil, fmt.Errorf("attempt marker without %s or %s", headerParkThrough, headerParkRetries)
 		}
 		e.kind, e.src = parkAttempt, through
 		return e, nil, nil
@@ -295,12 +299,12 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		return e, nil, nil
 	case "release":
 		if e.session == "" {
-			return e, nil, fmt.Errorf("release marker without %s", HeaderParkSession)
+			return e, nil, fmt.Errorf("release marker without %s", headerParkSession)
 		}
 		e.kind = parkRelease
 		return e, nil, nil
 	}
-	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", HeaderParkKind, kind)
+	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", headerParkKind, kind)
 }
 
 // loggedEntry is an entry of a park partition as read back: where it is,

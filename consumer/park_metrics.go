@@ -8,7 +8,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// registerParkMetrics adds the parking gauges (docs/observability.md),
+// registerParkMetrics adds the parking gauges
+// (https://github.com/lanesdev/lanes/blob/main/docs/observability.md#metrics),
 // observed from Stats like the others; partitions without parking report
 // nothing.
 func registerParkMetrics(m metric.Meter, stats func() Stats, group string) (metric.Registration, error) {

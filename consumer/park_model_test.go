@@ -9,19 +9,19 @@ import (
 	"time"
 )
 
-// The parked set's model-based test. A driver plays the lanes of one
-// source partition the way the consumer does (docs/parking.md): it
-// fetches records into per-session lane queues, handles them with random
-// failures (some sessions stuck for a while), parks records past the
-// threshold or at once (Park(err)), forwards the records of parked
-// sessions, retries parked heads when due, dead-letters them when their
-// budget is spent (hold, then an operator's release, or release), writes
-// done and hold markers, commits the source watermark, its completed
-// offsets and the park position as one snapshot, and crashes at random:
-// between a park write and its acknowledgement, between a retry and its
-// marker, at any step; a revoke is a commit and a hand-over to a new
-// owner that rebuilds the parked set from the park log. Every parkSet
-// decision is the real one.
+// The parked set's model-based test. A driver plays the lanes of one source
+// partition the way the consumer does
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md): it fetches
+// records into per-session lane queues, handles them with random failures
+// (some sessions stuck for a while), parks records past the threshold or at
+// once (Park(err)), forwards the records of parked sessions, retries parked
+// heads when due, dead-letters them when their budget is spent (hold, then
+// an operator's release, or release), writes done and hold markers, commits
+// the source watermark, its completed offsets and the park position as one
+// snapshot, and crashes at random: between a park write and its
+// acknowledgement, between a retry and its marker, at any step; a revoke is
+// a commit and a hand-over to a new owner that rebuilds the parked set from
+// the park log. Every parkSet decision is the real one.
 //
 // The reference is what a plain lanes partition promises: every session's
 // records are first handled (or dead-lettered) in source order; none is

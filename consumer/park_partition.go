@@ -47,7 +47,7 @@ func (p *partition) parkNeeded(rs []*kgo.Record) []*kgo.Record {
 	defer p.mu.Unlock()
 	var out []*kgo.Record
 	for _, r := range rs {
-		if p.pk.set.needs(headerValue(r, HeaderParkSession), r.Offset) {
+		if p.pk.set.needs(headerValue(r, headerParkSession), r.Offset) {
 			out = append(out, r)
 		}
 	}

@@ -78,7 +78,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 				dl := readDLQ(t, e, 1)[0]
 				finishUnparked(t, c, rec, stop) // rec: the other session
 				if headerOf(dl, HeaderDLQReason) != string(ReasonParkLost) || headerOf(dl, HeaderDLQTopic) != "chats" ||
-					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, HeaderParkSession) != stuck || len(dl.Value) != 0 {
+					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, headerParkSession) != stuck || len(dl.Value) != 0 {
 					t.Fatalf("dead-lettered %q with %v; want its loss (reason park-lost, chats offset 0, its session)", dl.Value, dl.Headers)
 				}
 				mu.Lock()
@@ -396,9 +396,9 @@ func TestParkDrainReadsAhead(t *testing.T) {
 func TestReadAheadBounded(t *testing.T) {
 	copyAt := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size),
-			Headers: []kgo.RecordHeader{{Key: HeaderParkKind, Value: []byte("record")}}}
+			Headers: []kgo.RecordHeader{{Key: headerParkKind, Value: []byte("record")}}}
 	}
-	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: HeaderParkKind, Value: []byte("done")}}}
+	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: headerParkKind, Value: []byte("done")}}}
 	var ra readAhead
 	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkAheadBytes+1)})
 	if ra.take(3) != nil || ra.take(4) != nil {
@@ -476,7 +476,7 @@ func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
 	fetched := make([]byte, parkFetchBytes) // one fetch's response
 	copy(fetched, "key-value-header")
 	rs := []*kgo.Record{{Offset: 7, Key: fetched[0:3:3], Value: fetched[4:9:9], Headers: []kgo.RecordHeader{
-		{Key: HeaderParkKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
+		{Key: headerParkKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
 	var ra readAhead
 	ra.keep(rs)
 	clear(fetched) // the response reused or overwritten: the copy must not change
@@ -502,7 +502,7 @@ func TestParkNeededFiltersReadAhead(t *testing.T) {
 	p.pk.set.add("b", 7, 52, now)
 	p.pk.set.done("b", 52, 9, now) // b's copy at 7 is done
 	at := func(off int64, session string) *kgo.Record {
-		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: HeaderParkSession, Value: []byte(session)}}}
+		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(session)}}}
 	}
 	got := p.parkNeeded([]*kgo.Record{at(6, "a"), at(7, "b"), at(8, "a"), at(9, "b"), at(10, "c")})
 	if len(got) != 1 || got[0].Offset != 6 {

@@ -13,9 +13,10 @@ import (
 )
 
 // The rebuild of a partition's parked set when it is assigned
-// (docs/parking.md, "Rebuild on assignment" and "Identity"): the owner
-// writes its fence, reads its park partition from the committed park
-// position up to the fence, and replays the group's own entries in force.
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#rebuild-on-assignment
+// and #identity): the owner writes its fence, reads its park partition from
+// the committed park position up to the fence, and replays the group's own
+// entries in force.
 
 // rebuildParks rebuilds the parked set of each newly assigned partition.
 // It runs in the assignment callback, before any record of the partitions

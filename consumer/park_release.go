@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,16 +10,13 @@ import (
 )
 
 // An operator's release of a held session, without Go and without knowing
-// which member owns it (docs/parking.md, "Releasing a held session"):
-// ReleaseHeld (lanes park release) writes a release marker to the
-// session's park partition; the partition's owner, which polls the end of
-// the park partitions where it holds sessions, reads it and releases the
-// session as ReleaseParked does. A rebuild replays it too, so a release
-// written during a hand-over is not lost.
-
-// ErrNotHeld is returned by ReleaseHeld when the session is held on no
-// partition of the topic for the group.
-var ErrNotHeld = errors.New("consumer: session not held")
+// which member owns it
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#releasing-a-held-session):
+// ReleaseHeld (lanes park release) writes a release marker to the session's
+// park partition; the partition's owner, which polls the end of the park
+// partitions where it holds sessions, reads it and releases the session as
+// ReleaseParked does. A rebuild replays it too, so a release written during
+// a hand-over is not lost.
 
 // releaseEvery is how often the park loop looks for release markers in
 // the park partitions where this member holds sessions: the park delay,

@@ -111,7 +111,7 @@ func (c *Consumer) parkAttempted(p *partition, lane string, h parkedRecord) {
 // content) and its session goes on, instead of staying parked for good.
 func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone error) {
 	r := &kgo.Record{Topic: p.key.topic, Partition: p.key.partition, Offset: h.srcOffset,
-		Headers: []kgo.RecordHeader{{Key: HeaderParkSession, Value: []byte(lane)}}}
+		Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(lane)}}}
 	w := &work{rec: r, p: p, seq: parkSeq, session: lane, lane: lane}
 	w.msg.Attempt = h.retries
 	if !c.silenceWait(w) { // the partition may be another member's by now

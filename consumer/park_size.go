@@ -13,18 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Park copies of large records (docs/parking.md, Limits). The park client
-// caps each park topic's batches at that topic's max.message.bytes, which
-// the check at assignment reads (parkLimits); a copy is built to fit it:
-// its lanes-park-reason is cut when that is enough, and a copy that still
-// does not fit is parked as a stub, read back from its source partition
-// when it is retried.
+// Park copies of large records
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits). The
+// park client caps each park topic's batches at that topic's
+// max.message.bytes, which the check at assignment reads (parkLimits); a
+// copy is built to fit it: its lanes-park-reason is cut when that is
+// enough, and a copy that still does not fit is parked as a stub, read back
+// from its source partition when it is retried.
 
-// HeaderParkStub marks a stub: a parked copy of a record too large for its
+// headerParkStub marks a stub: a parked copy of a record too large for its
 // park topic, with the record's key and the lanes-park-* provenance but
 // neither its value nor its own headers. Its retry reads the record from
 // its source partition at its source offset.
-const HeaderParkStub = "lanes-park-stub"
+const headerParkStub = "lanes-park-stub"
 
 // A conservative bound of what a record batch holding one record adds to
 // the record's key, value and headers, as a broker measures it against
@@ -130,7 +131,7 @@ func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit i
 		return cp, false, size, limit
 	}
 	for i, h := range cp.Headers {
-		if h.Key == HeaderParkReason && size-limit <= len(h.Value) {
+		if h.Key == headerParkReason && size-limit <= len(h.Value) {
 			cut := *cp
 			cut.Headers = append([]kgo.RecordHeader(nil), cp.Headers...)
 			cut.Headers[i].Value = []byte(clipUTF8(string(h.Value), len(h.Value)-(size-limit)))
@@ -141,7 +142,7 @@ func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit i
 }
 
 // stubOf is the stub of park copy cp: its key and lanes-park-* headers,
-// marked with HeaderParkStub.
+// marked with headerParkStub.
 func stubOf(cp *kgo.Record) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, 16)
 	for _, x := range cp.Headers {
@@ -149,19 +150,19 @@ func stubOf(cp *kgo.Record) *kgo.Record {
 			h = append(h, x)
 		}
 	}
-	h = append(h, kgo.RecordHeader{Key: HeaderParkStub, Value: []byte("1")})
+	h = append(h, kgo.RecordHeader{Key: headerParkStub, Value: []byte("1")})
 	return &kgo.Record{Topic: cp.Topic, Partition: cp.Partition, Key: cp.Key, Headers: h}
 }
 
 // isStub reports whether park entry r is a stub.
-func isStub(r *kgo.Record) bool { return string(headerValue(r, HeaderParkStub)) == "1" }
+func isStub(r *kgo.Record) bool { return string(headerValue(r, headerParkStub)) == "1" }
 
 // stubFor returns the stub to write instead of park copy rec, whose write
 // failed with err, when err says it is too large (franz-go's own check, or
 // the broker's: a park topic whose limit was lowered after the client took
 // it); nil otherwise.
 func stubFor(rec *kgo.Record, err error) *kgo.Record {
-	if !errors.Is(err, kerr.MessageTooLarge) || string(headerValue(rec, HeaderParkKind)) != "record" || isStub(rec) {
+	if !errors.Is(err, kerr.MessageTooLarge) || string(headerValue(rec, headerParkKind)) != "record" || isStub(rec) {
 		return nil
 	}
 	return stubOf(rec)
@@ -169,9 +170,9 @@ func stubFor(rec *kgo.Record, err error) *kgo.Record {
 
 // logStub warns that park copy cp is written as a stub.
 func (c *Consumer) logStub(cp *kgo.Record, size, limit int, cause error) {
-	ev := c.log().Warn().Str("topic", string(headerValue(cp, HeaderParkTopic))).
-		Str("partition", string(headerValue(cp, HeaderParkPartition))).Str("offset", string(headerValue(cp, HeaderParkOffset))).
-		Str("session", string(headerValue(cp, HeaderParkSession))).Str("park_topic", cp.Topic)
+	ev := c.log().Warn().Str("topic", string(headerValue(cp, headerParkTopic))).
+		Str("partition", string(headerValue(cp, headerParkPartition))).Str("offset", string(headerValue(cp, headerParkOffset))).
+		Str("session", string(headerValue(cp, headerParkSession))).Str("park_topic", cp.Topic)
 	if cause != nil {
 		ev = ev.AnErr("cause", cause)
 	} else {
@@ -184,7 +185,7 @@ func (c *Consumer) logStub(cp *kgo.Record, size, limit int, cause error) {
 // in its lane before it was parked (0 for one forwarded behind its parked
 // session, or when r does not say).
 func parkedAttempts(r *kgo.Record) int {
-	n, err := strconv.Atoi(string(headerValue(r, HeaderParkAttempts)))
+	n, err := strconv.Atoi(string(headerValue(r, headerParkAttempts)))
 	if err != nil || n < 0 {
 		return 0
 	}

@@ -68,16 +68,16 @@ func TestParkFit(t *testing.T) {
 		return io.copyOf(src, "k", 3, 2, at, at, reason)
 	}
 	base := encodedSize(copyOf(0))
-	if rec, stub, _, _ := io.fit(copyOf(5000 - base)); stub || len(headerValue(rec, HeaderParkReason)) != 1000 {
-		t.Fatalf("a copy at the limit: stub %v, reason %d bytes; want it whole", stub, len(headerValue(rec, HeaderParkReason)))
+	if rec, stub, _, _ := io.fit(copyOf(5000 - base)); stub || len(headerValue(rec, headerParkReason)) != 1000 {
+		t.Fatalf("a copy at the limit: stub %v, reason %d bytes; want it whole", stub, len(headerValue(rec, headerParkReason)))
 	}
 	rec, stub, _, _ := io.fit(copyOf(5000 - base + 300))
-	if stub || len(headerValue(rec, HeaderParkReason)) != 700 || len(rec.Value) != 5000-base+300 || encodedSize(rec) > 5000 {
-		t.Fatalf("a copy 300 bytes over: stub %v, reason %d bytes; want the reason cut to 700", stub, len(headerValue(rec, HeaderParkReason)))
+	if stub || len(headerValue(rec, headerParkReason)) != 700 || len(rec.Value) != 5000-base+300 || encodedSize(rec) > 5000 {
+		t.Fatalf("a copy 300 bytes over: stub %v, reason %d bytes; want the reason cut to 700", stub, len(headerValue(rec, headerParkReason)))
 	}
 	rec, stub, _, _ = io.fit(copyOf(6000))
 	if !stub || !isStub(rec) || rec.Value != nil || string(rec.Key) != "k" || headerOf(rec, "tenant") != "" ||
-		headerOf(rec, HeaderParkOffset) != "9" || headerOf(rec, HeaderParkAttempts) != "2" || encodedSize(rec) > 5000 {
+		headerOf(rec, headerParkOffset) != "9" || headerOf(rec, headerParkAttempts) != "2" || encodedSize(rec) > 5000 {
 		t.Fatalf("a copy that cannot fit: %v %q %v; want a stub with key and provenance", stub, rec.Value, rec.Headers)
 	}
 	e, got, err := parseEntry(rec)
@@ -142,7 +142,7 @@ func TestParkLargeRecord(t *testing.T) {
 				t.Fatalf("the park write fails: %s", err)
 			}
 			copies := readParkCopies(t, e, 2)
-			if cp := copies[0]; isStub(cp) != tc.stub || headerOf(cp, HeaderParkOffset) != "0" || string(cp.Key) != "big" ||
+			if cp := copies[0]; isStub(cp) != tc.stub || headerOf(cp, headerParkOffset) != "0" || string(cp.Key) != "big" ||
 				(tc.stub && (cp.Value != nil || headerOf(cp, "tenant") != "")) || (!tc.stub && !bytes.Equal(cp.Value, big.Value)) {
 				t.Fatalf("park copy: stub %v, %d bytes, headers %v; want stub %v", isStub(cp), len(cp.Value), cp.Headers, tc.stub)
 			}
@@ -273,7 +273,7 @@ func readParkCopies(t *testing.T, e *env, n int) []*kgo.Record {
 			t.Fatalf("park topic: %d copies, want %d", len(out), n)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if headerOf(r, HeaderParkKind) == "record" {
+			if headerOf(r, headerParkKind) == "record" {
 				out = append(out, r)
 			}
 		})

@@ -120,8 +120,8 @@ func TestParkAtOnce(t *testing.T) {
 			t.Fatalf("park topic: %d copies, want 4", len(copies))
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if headerOf(r, HeaderParkKind) == "record" {
-				if string(r.Key) != sessions[2] || headerOf(r, "lanes-event-id") != "id-"+string(r.Value) || headerOf(r, HeaderParkTopic) != "chats" {
+			if headerOf(r, headerParkKind) == "record" {
+				if string(r.Key) != sessions[2] || headerOf(r, "lanes-event-id") != "id-"+string(r.Value) || headerOf(r, headerParkTopic) != "chats" {
 					t.Errorf("park copy %q lost its key, event ID or provenance: %v", r.Value, r.Headers)
 				}
 				copies = append(copies, string(r.Value))

@@ -21,7 +21,8 @@ type partKey struct {
 // state itself, so no path can leave a partition paused with little held or
 // running unbounded with much held.
 //
-// Its life (docs/design.md has the table):
+// Its life (the table is in
+// https://github.com/lanesdev/lanes/blob/main/docs/design.md#the-partition-consumerpartitiongo):
 //
 //	active ──fence──► fenced ──(running == 0)──► drained
 //	   │                 │

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,10 +21,14 @@ type RetryPolicy struct {
 	// MaxInterval caps one wait. Default: [DefaultRetryMaxInterval].
 	MaxInterval time.Duration
 	// Jitter is the randomization factor: each wait is drawn from
-	// [w·(1−Jitter), w·(1+Jitter)]. Must be in [0, 1]. Default: [DefaultRetryJitter]. Set
-	// NoJitter for none.
+	// [w·(1−Jitter), w·(1+Jitter)]. Must be at most 1; a negative Jitter
+	// (say -1) turns jitter off. Default: [DefaultRetryJitter].
 	Jitter float64
-	// NoJitter turns jitter off (Jitter is then ignored).
+	// NoJitter turns jitter off.
+	//
+	// Deprecated: set Jitter to -1, which says the same in one field.
+	// NoJitter still works, alone or with a negative Jitter; with a
+	// positive Jitter, New refuses it as contradictory.
 	NoJitter bool
 	// MaxAttempts is the retry budget by count: handler calls including the
 	// first. Default: [DefaultRetryMaxAttempts].
@@ -66,8 +69,10 @@ func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
 		return bad("MaxAttempts", p.MaxAttempts)
 	case p.Multiplier < 0 || (p.Multiplier > 0 && p.Multiplier < 1):
 		return bad("Multiplier (want >= 1)", p.Multiplier)
-	case p.Jitter < 0 || p.Jitter > 1:
-		return bad("Jitter (want 0..1)", p.Jitter)
+	case p.Jitter > 1:
+		return bad("Jitter (want at most 1, or negative for none)", p.Jitter)
+	case p.NoJitter && p.Jitter > 0:
+		return p, fmt.Errorf("%w: Retry.NoJitter: contradicts Retry.Jitter %v: set only Jitter, -1 for none (NoJitter is deprecated)", ErrConfig, p.Jitter)
 	}
 	if p.InitialInterval == 0 {
 		p.InitialInterval = DefaultRetryInitial
@@ -78,11 +83,11 @@ func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
 	if p.MaxInterval == 0 {
 		p.MaxInterval = DefaultRetryMaxInterval
 	}
-	if p.Jitter == 0 {
+	switch {
+	case p.NoJitter || p.Jitter < 0:
+		p.Jitter = -1 // none, and stays none if applied again
+	case p.Jitter == 0:
 		p.Jitter = DefaultRetryJitter
-	}
-	if p.NoJitter {
-		p.Jitter = 0
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultRetryMaxAttempts
@@ -101,58 +106,11 @@ func (p RetryPolicy) backoff() backoff.BackOff {
 	b.InitialInterval = p.InitialInterval
 	b.Multiplier = p.Multiplier
 	b.MaxInterval = p.MaxInterval
-	b.RandomizationFactor = p.Jitter
+	b.RandomizationFactor = max(p.Jitter, 0)
 	b.MaxElapsedTime = p.MaxElapsed
 	if p.Forever {
 		b.MaxElapsedTime = 0
 	}
 	b.Reset()
 	return b
-}
-
-// permanentError marks an error that must not be retried; reason is the
-// lanes-dlq-reason its record is dead-lettered with.
-type permanentError struct {
-	err    error
-	reason Reason
-}
-
-func (e *permanentError) Error() string { return string(e.reason) + ": " + e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent wraps err so that the consumer never retries it: the message
-// goes straight to the dead-letter topic. Permanent(nil) returns nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err, reason: ReasonPermanent}
-}
-
-// Undecodable is Permanent for a payload that cannot be decoded (bad
-// framing, an unknown schema, bytes that do not match the schema): the
-// message goes straight to the dead-letter topic with reason
-// ReasonDecode, and err's text in the lanes-dlq-error header. Codecs
-// return it through their typed handlers. Undecodable(nil) returns nil.
-func Undecodable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err, reason: ReasonDecode}
-}
-
-// IsPermanent reports whether err, or any error it wraps, was marked with
-// Permanent or Undecodable.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
-
-// permanentReason is the dead-letter reason of a permanent err.
-func permanentReason(err error) Reason {
-	var p *permanentError
-	if errors.As(err, &p) {
-		return p.reason
-	}
-	return ReasonPermanent
 }

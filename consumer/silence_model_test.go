@@ -14,7 +14,8 @@ import (
 )
 
 // silenceModel is the reference for the silence hold's rules, kept as
-// plainly as possible (docs/guarantees.md §1):
+// plainly as possible
+// (https://github.com/lanesdev/lanes/blob/main/docs/guarantees.md#1-session-order):
 //
 //   - a hold begins at a check when the member is in a session or
 //     rebalancing and no answered heartbeat or sync was sent within

@@ -218,7 +218,7 @@ func TestHeldBySessionWhileWaiting(t *testing.T) {
 	}{
 		{"retry wait", []string{"chats", "dlq"},
 			func(_ *env, cfg *Config) {
-				cfg.Retry = RetryPolicy{InitialInterval: time.Hour, MaxInterval: time.Hour, NoJitter: true, MaxElapsed: 2 * time.Hour}
+				cfg.Retry = RetryPolicy{InitialInterval: time.Hour, MaxInterval: time.Hour, Jitter: -1, MaxElapsed: 2 * time.Hour}
 			},
 			nil, errDatabaseDown, func(st Stats) bool { return st.Retries >= 1 }},
 		{"dead-letter write", []string{"chats", "dlq"}, nil,

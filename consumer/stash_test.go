@@ -12,9 +12,11 @@ import (
 // backlog. What the partition holds (Pending: in lanes, or done above the
 // blocked record) plus what it stashed stays within the bound the docs
 // give: 1.5 × MaxBufferedRecords + 2 × MaxPollRecords (config.go,
-// docs/consumer.md, docs/guarantees.md §5): a poll admitted just below
-// the bound, another stashed just below half of it. The shapes here (polls
-// of 20 against a bound of 21) reach 40 held + 20 stashed.
+// https://github.com/lanesdev/lanes/blob/main/docs/consumer.md,
+// https://github.com/lanesdev/lanes/blob/main/docs/guarantees.md#5-bounded-memory):
+// a poll admitted just below the bound, another stashed just below half of
+// it. The shapes here (polls of 20 against a bound of 21) reach 40 held +
+// 20 stashed.
 func TestStashMemoryBound(t *testing.T) {
 	const bound, poll = 21, 20
 	e := newEnv(t, 1, "chats", "dlq")

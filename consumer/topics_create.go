@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -39,11 +38,6 @@ const (
 	// wrong and how to fix it.
 	TopicWrong TopicState = "wrong"
 )
-
-// ErrTopicUnfit is wrapped by the error of a topic that exists but does not
-// fit its use (TopicWrong): a park topic whose partition count is not its
-// source's, a compacted park or dead-letter topic.
-var ErrTopicUnfit = errors.New("consumer: topic unfit")
 
 // TopicResult is one topic as [CreateTopics] or [CheckTopics] left it.
 type TopicResult struct {
@@ -202,12 +196,14 @@ func TopicsDryRun() TopicOption {
 //   - With Config.Park.Enabled, the park topic of each consumed topic (the
 //     topic plus Park.TopicSuffix) is created with its source's partition
 //     count and cleanup.policy=delete; an existing one must have its
-//     source's partition count and not be compacted (docs/parking.md).
+//     source's partition count and not be compacted
+//     (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
 //
 // Topics are created with the brokers' default replication factor unless
 // TopicsReplicationFactor is given, and their default retention: keep a
 // park topic's longer than a session may stay parked plus the longest
-// outage of the group (docs/parking.md).
+// outage of the group
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
 //
 // It returns one result per topic: the consumed topics in Config order,
 // then the dead-letter topic, then the park topics. The error is nil when

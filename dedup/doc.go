@@ -75,4 +75,9 @@
 // github.com/lanesdev/lanes/dedup/pgdedup, so that a consumer pulls in a
 // Redis or PostgreSQL client only by choice. Package storetest is the
 // test suite every store passes.
+//
+// [The dedup guide] in the repository goes further; the module does
+// not carry it.
+//
+// [The dedup guide]: https://github.com/lanesdev/lanes/blob/main/docs/dedup.md
 package dedup

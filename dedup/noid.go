@@ -68,7 +68,7 @@ func (p NoEventIDPolicy) Key(m *consumer.Message) (string, error) {
 	r := m.Record
 	return "", consumer.Permanent(fmt.Errorf("%w: topic %s partition %d offset %d: produce it with lanes' producer "+
 		"(which sets the %s header), or set the dedup config's Key to name its event, or its NoEventID to "+
-		"RunWithoutDedup or KeyByPosition (docs/dedup.md); then replay it from the dead-letter topic",
+		"RunWithoutDedup or KeyByPosition (https://github.com/lanesdev/lanes/blob/main/docs/dedup.md); then replay it from the dead-letter topic",
 		ErrNoEventID, r.Topic, r.Partition, r.Offset, eventid.HeaderEventID))
 }
 

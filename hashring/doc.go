@@ -21,4 +21,9 @@
 // Never choose consumer shards with [KafkaPartition]: all sessions of one
 // partition share the same murmur2 residue, so reusing that hash would put
 // them on one or a few shards. lanes uses Jump(Sum64(session), W) instead.
+//
+// [The hashring guide] in the repository goes further; the module does
+// not carry it.
+//
+// [The hashring guide]: https://github.com/lanesdev/lanes/blob/main/docs/hashring.md
 package hashring

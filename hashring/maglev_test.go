@@ -9,7 +9,8 @@ import (
 // maglev is the Maglev lookup table (Eisenbud et al., NSDI 2016), kept here
 // only as the measured alternative to the vnode ring: it is faster and more
 // even, but a membership change also moves a few keys between members that
-// did not change, which the vnode ring never does. See docs/hashring.md.
+// did not change, which the vnode ring never does. See
+// https://github.com/lanesdev/lanes/blob/main/docs/hashring.md.
 type maglev struct {
 	members []string
 	table   []int32
@@ -48,7 +49,9 @@ func (m *maglev) get(h uint64) string { return m.members[m.table[h%uint64(len(m.
 
 // TestMaglevComparison logs the balance and movement of the Maglev table
 // next to the vnode ring for the same members and keys, the figures behind
-// the choice in docs/hashring.md, and checks the Maglev table is sound.
+// the choice in
+// https://github.com/lanesdev/lanes/blob/main/docs/hashring.md, and checks
+// the Maglev table is sound.
 func TestMaglevComparison(t *testing.T) {
 	keys := randomKeys(100_000, 8)
 	ms := members(10)

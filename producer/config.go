@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,10 +12,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// ErrConfig is wrapped by every error New returns for a bad Config; the
-// message names the field.
-var ErrConfig = errors.New("producer: bad config")
 
 // Partitioning chooses how a session ID maps to a partition.
 type Partitioning int
@@ -36,6 +31,12 @@ const (
 )
 
 // Config configures a Producer. Zero values mean the documented defaults.
+//
+// The fields come in the order a service needs them: Brokers and Topic,
+// logging, how sessions map to partitions, traces and metrics, franz-go's
+// options (TLS, SASL), and last the Tuning fields, whose defaults suit most
+// services; each of those names the Default* constant its zero value
+// means.
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
 	Brokers []string
@@ -45,6 +46,13 @@ type Config struct {
 	// then every send must use WithTopic (one that does not fails with
 	// ErrNoTopic).
 	Topic string
+	// Slog receives the producer's log lines: failed deliveries (Warn, at
+	// most one every 30 s per topic and kind of failure) and franz-go's
+	// warnings and errors (a broker that cannot be dialled). Default:
+	// slog.Default() as it is when each line is logged (until
+	// slog.SetDefault, the log package's stderr, INFO and above). To log
+	// nothing, set slog.New(slog.DiscardHandler).
+	Slog *slog.Logger
 	// Partitioning picks the partitioner. Default: PartitionKafka.
 	Partitioning Partitioning
 	// AllowNilValues lets Send accept a nil value, which Kafka stores as a
@@ -52,11 +60,34 @@ type Config struct {
 	// nil value is rejected with ErrNilValue; an empty non-nil value is
 	// always accepted.
 	AllowNilValues bool
+
+	// Traces and metrics (OpenTelemetry).
+	//
+	// TracerProvider creates a "send" span (PRODUCER) per message and its
+	// context is written into the record's headers. Default:
+	// otel.GetTracerProvider(), a no-op until the application sets one.
+	TracerProvider trace.TracerProvider
+	// Propagator writes trace context into headers. Default: W3C trace
+	// context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
+	// MeterProvider receives the producer's metrics: send latency, sent and
+	// failed messages. Default: otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+
+	// ClientOptions are passed to franz-go after lanes' own options: TLS,
+	// SASL, linger, compression. Options that change the partitioner or
+	// turn off idempotence would break per-session order.
+	ClientOptions []kgo.Opt
+
+	// Tuning: the defaults suit most services. The zero value of each
+	// field is the Default* constant its doc names.
+	//
 	// DeliveryTimeout bounds how long a message may take to be
-	// acknowledged, retries included; past it the send fails. Default: 30s.
+	// acknowledged, retries included; past it the send fails. Default:
+	// [DefaultDeliveryTimeout].
 	DeliveryTimeout time.Duration
 	// CloseTimeout bounds how long Close waits for buffered messages to be
-	// delivered before failing the rest. Default: 10s.
+	// delivered before failing the rest. Default: [DefaultCloseTimeout].
 	CloseTimeout time.Duration
 	// Linger is how long franz-go holds a partition's batch open for more
 	// records before sending it. Default: [DefaultLinger], no wait: a
@@ -68,44 +99,24 @@ type Config struct {
 	Linger time.Duration
 	// MaxMessageBytes is the largest value the producer accepts, checked
 	// before sending; keep it at or below the topic's max.message.bytes.
-	// Default: 1,000,000 bytes (franz-go's batch limit, just under Kafka's
-	// default message.max.bytes).
+	// Default: [DefaultMaxMessageBytes] (franz-go's batch limit, just under
+	// Kafka's default message.max.bytes).
 	MaxMessageBytes int
-	// Slog receives the producer's log lines: failed deliveries (Warn, at
-	// most one every 30 s per topic and kind of failure) and franz-go's
-	// warnings and errors (a broker that cannot be dialled). Default:
-	// slog.Default() as it is when each line is logged (until
-	// slog.SetDefault, the log package's stderr, INFO and above). To log
-	// nothing, set slog.New(slog.DiscardHandler).
-	Slog *slog.Logger
+
 	// Logger is the zerolog alternative to Slog (set one of them, not
 	// both).
 	//
 	// Deprecated: set Slog; a zerolog logger goes there as
 	// slog.New(zerolog.NewSlogHandler(l)). Logger will be removed.
 	Logger *zerolog.Logger
-	// TracerProvider creates a "send" span (PRODUCER) per message and its
-	// context is written into the record's headers. Default:
-	// otel.GetTracerProvider(), a no-op until the application sets one.
-	TracerProvider trace.TracerProvider
-	// Propagator writes trace context into headers. Default: W3C trace
-	// context (traceparent, tracestate).
-	Propagator propagation.TextMapPropagator
-	// MeterProvider receives the producer's metrics: send latency, sent and
-	// failed messages. Default: otel.GetMeterProvider().
-	MeterProvider metric.MeterProvider
-	// ClientOptions are passed to franz-go after lanes' own options: TLS,
-	// SASL, linger, compression. Options that change the partitioner or
-	// turn off idempotence would break per-session order.
-	ClientOptions []kgo.Opt
 }
 
-// Defaults applied by New.
+// Defaults of the Config tuning fields, applied by New to zero fields.
 const (
 	DefaultDeliveryTimeout               = 30 * time.Second
 	DefaultCloseTimeout                  = 10 * time.Second
-	DefaultMaxMessageBytes               = 1_000_000
 	DefaultLinger          time.Duration = 0
+	DefaultMaxMessageBytes               = 1_000_000
 )
 
 func (cfg Config) validate() (Config, error) {

@@ -33,4 +33,9 @@
 //		return err
 //	}
 //	res, err := p.Send(ctx, "chat-42", []byte("book a flight to London"))
+//
+// [The producer guide] in the repository goes further; the module does
+// not carry it.
+//
+// [The producer guide]: https://github.com/lanesdev/lanes/blob/main/docs/producer.md
 package producer

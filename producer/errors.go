@@ -8,9 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Errors a send can fail with. Callers branch on them with errors.Is; the
-// returned error wraps the sentinel and adds context.
+// Errors New and a send can fail with. Callers branch on them with
+// errors.Is; the returned error wraps the sentinel and adds context.
 var (
+	// ErrConfig is wrapped by every error New returns for a bad Config;
+	// the message names the field.
+	ErrConfig = errors.New("producer: bad config")
 	// ErrEmptySession: the session ID is "".
 	ErrEmptySession = errors.New("producer: empty session ID")
 	// ErrNilValue: a nil value without Config.AllowNilValues.

@@ -13,7 +13,8 @@
 //
 // With no tracer provider configured (the OpenTelemetry default), spans are
 // no-ops: no attribute is built and no header is parsed, so the per-message
-// cost stays negligible (see docs/benchmarks.md).
+// cost stays negligible (see
+// https://github.com/lanesdev/lanes/blob/main/docs/benchmarks.md#tracing-overhead).
 //
 // [Logger] adds trace_id, span_id, session_id and event_id to a zerolog
 // logger, so log lines and traces join up.

@@ -10,7 +10,8 @@
 // schema resolution; twmb/avro needs one dependency (klauspost/compress,
 // already in every franz-go build) where hamba/avro brings json-iterator,
 // reflect2, mapstructure, snappy and more, and it comes from franz-go's
-// author, whose pkg/sr carries the registry side. See docs/codecs.md.
+// author, whose pkg/sr carries the registry side. See
+// https://github.com/lanesdev/lanes/blob/main/docs/codecs.md#why-twmbavro-and-not-hambaavro.
 //
 // It is a module of its own so that programs that do not use Avro do not
 // build it.

@@ -47,7 +47,7 @@ func runLanes(ctx context.Context, e runEnv) error {
 	wait := max(w.RetryWait, time.Millisecond)
 	c, err := consumer.New(consumer.Config{Brokers: e.brokers, Group: e.group, Topics: []string{e.topic}, ClientOptions: e.opts,
 		Retry: consumer.RetryPolicy{Forever: true, InitialInterval: wait, Multiplier: retryMultiplier,
-			MaxInterval: wait * retryMaxFactor, NoJitter: true}},
+			MaxInterval: wait * retryMaxFactor, Jitter: -1}},
 		consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
 			return e.t.handle(m.Record.Value, m.Attempt)
 		}))
