@@ -13,13 +13,14 @@ import (
 // check cuts the release of version from HEAD in a clone, as `make release
 // VERSION=version APPLY=1` would (releaseTree), and serves every released
 // module from a module-proxy folder built from the tags it made
-// (serveTags), so what it checks is what the tags carry. Then, in a fresh module
-// outside the workspace, gets consumer, producer, lanestest and codec at
-// version, builds a program that uses them and runs it: one message sent
-// and handled on the embedded broker, a JSON payload decoded by
-// codec.Typed; and checks that the program builds no protobuf, Avro or
-// schema-registry package. Last, it installs the command line with
-// `go install .../cmd/lanes@version` and runs `lanes version`.
+// (serveTags), so that what it checks is what the tags carry. Then, in a
+// fresh module outside the workspace, it gets consumer, producer,
+// lanestest and codec at version, builds a program that uses them and
+// runs it: one message sent and handled on the embedded broker, a JSON
+// payload decoded by codec.Typed; and checks that the program builds no
+// protobuf, Avro or schema-registry package. It installs the command line
+// with `go install .../cmd/lanes@version` and runs `lanes version`. Last
+// it follows docs/tutorial.md in a module of its own (followTutorial).
 func check(ctx context.Context, root, version string, keep bool) error {
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
@@ -82,10 +83,14 @@ func check(ctx context.Context, root, version string, keep bool) error {
 			}
 		}
 	}
-	if cli := modPath(mods, "cmd/lanes"); cli != "" {
-		return installCLI(ctx, work, env, cli, version)
+	cli := modPath(mods, "cmd/lanes")
+	if cli == "" {
+		return nil
 	}
-	return nil
+	if err := installCLI(ctx, work, env, cli, version); err != nil {
+		return err
+	}
+	return followTutorial(ctx, repo, work, filepath.Join(work, "bin"), env, version)
 }
 
 // heavyDeps are the packages only the codec format modules may bring.
@@ -111,12 +116,7 @@ func codecFree(deps string) error {
 // name version.
 func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
 	bin := filepath.Join(work, "bin")
-	env = append(env, "GOBIN="+bin)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "GOFLAGS=") {
-			env[i] = "GOFLAGS=-modcacherw" // go install pkg@version takes no -mod
-		}
-	}
+	env = setEnv(env, "GOBIN="+bin, "GOFLAGS=-modcacherw") // go install pkg@version takes no -mod
 	if _, err := runStep(ctx, work, env, []string{"go", "install", cli + "@" + version}); err != nil {
 		return err
 	}
