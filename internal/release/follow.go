@@ -210,7 +210,7 @@ func (f *follower) runProgram(ctx context.Context, args []string) error {
 		}
 	}}
 	input := strings.Join(f.t.input, "\n") + "\n"
-	fmt.Printf("$ KAFKA_BROKERS=%s HEALTH_ADDR=127.0.0.1:0 %s %s, typing:\n%s", f.brokers, exe, strings.Join(args[i+1:], " "), input)
+	fmt.Printf("$ KAFKA_BROKERS=%s HEALTH_ADDR=127.0.0.1:0 %s, typing:\n%s", f.brokers, strings.Join(append([]string{exe}, args[i+1:]...), " "), input)
 	p, err := start(exec.Command(exe, args[i+1:]...), f.dir,
 		setEnv(f.env, "KAFKA_BROKERS="+f.brokers, "HEALTH_ADDR=127.0.0.1:0"), strings.NewReader(input), out)
 	if err != nil {
@@ -227,7 +227,15 @@ func (f *follower) runProgram(ctx context.Context, args []string) error {
 				p.kill()
 				return fmt.Errorf("the tutorial's program %w (%s's output block)", err, tutorialPage)
 			}
-		case <-p.done:
+		case <-p.done: // after its output was written: what it printed is in lines
+			for len(lines) > 0 {
+				if err := check.see(<-lines); err != nil {
+					return fmt.Errorf("the tutorial's program %w (%s's output block)", err, tutorialPage)
+				}
+			}
+			if check.missing() == "" {
+				return fmt.Errorf("the tutorial's program ended (%v) before Ctrl-C", p.err)
+			}
 			return fmt.Errorf("the tutorial's program ended (%v) before it printed:\n%s", p.err, check.missing())
 		case <-timer.C:
 			p.kill()

@@ -160,3 +160,62 @@ func TestFollowerRunsOnlyWhatItKnows(t *testing.T) {
 		t.Errorf("go run before lanes broker: %v", err)
 	}
 }
+
+// TestRunProgram runs a program as the check runs the tutorial's (an echo
+// of its input that ends on Ctrl-C, or at once on "exit"): it passes when
+// the output block's lines come, each session's in order, and the program
+// ends cleanly on Ctrl-C; it fails, naming why, on lines out of order and
+// on a program that ends before printing them.
+func TestRunProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod": "module example.com/echo\n\ngo 1.26.0\n",
+		"main.go": `package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	if os.Getenv("KAFKA_BROKERS") != "127.0.0.1:1" {
+		os.Exit(3)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "exit" {
+			os.Exit(0)
+		}
+		fmt.Println(in.Text())
+	}
+	<-c
+}
+`} {
+		if err := os.WriteFile(dir+"/"+name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name          string
+		input, output []string
+		err           string
+	}{
+		{"sessions interleaved", []string{"b: 1", "a: 1", "noise", "a: 2"}, []string{"a: 1", "a: 2", "b: 1"}, ""},
+		{"out of order", []string{"a: 2", "a: 1"}, []string{"a: 1", "a: 2"}, `printed "a: 2" before "a: 1"`},
+		{"ends early", []string{"a: 1", "exit"}, []string{"a: 1", "a: 2"}, "ended (<nil>) before it printed:\na: 2"},
+	} {
+		f := &follower{t: &tutorial{input: c.input, output: c.output}, home: dir, dir: dir, brokers: "127.0.0.1:1",
+			env: setEnv(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")}
+		err := f.runProgram(context.Background(), []string{"."})
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: %v; want %q", c.name, err, c.err)
+		}
+	}
+}
