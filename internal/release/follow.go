@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,15 @@ func followTutorial(ctx context.Context, repo, work, bin string, env []string, v
 	if err != nil {
 		return err
 	}
+	if err := follow(ctx, t, work, bin, env, version); err != nil {
+		return fmt.Errorf("following %s in a module of its own: %w", tutorialPage, err)
+	}
+	fmt.Printf("tutorial ok: %s followed in a module of its own; the program printed its output block\n", tutorialPage)
+	return nil
+}
+
+// follow does what t says under work/tutorial, bin holding the lanes command.
+func follow(ctx context.Context, t *tutorial, work, bin string, env []string, version string) error {
 	home := filepath.Join(work, "tutorial")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return err
@@ -54,7 +64,13 @@ func followTutorial(ctx context.Context, repo, work, bin string, env []string, v
 			return err
 		}
 	}
-	for rel, text := range t.files {
+	var files []string
+	for rel := range t.files {
+		files = append(files, rel)
+	}
+	sort.Strings(files)
+	for _, rel := range files {
+		text := t.files[rel]
 		p := filepath.Join(f.dir, filepath.FromSlash(rel))
 		fmt.Printf("tutorial: write %s (%d lines, from %s)\n", rel, strings.Count(text, "\n"), tutorialPage)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -73,9 +89,8 @@ func followTutorial(ctx context.Context, repo, work, bin string, env []string, v
 		return fmt.Errorf("%s: the run block never runs the program (go run ...)", tutorialPage)
 	}
 	if err := f.stopBroker(); err != nil {
-		return fmt.Errorf("lanes broker: %w", err)
+		return fmt.Errorf("lanes broker after Ctrl-C: %w", err)
 	}
-	fmt.Printf("tutorial ok: %s followed in a module of its own; the program printed its output block\n", tutorialPage)
 	return nil
 }
 
