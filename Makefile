@@ -108,12 +108,17 @@ release:
 	@if [ -z "$(VERSION)" ]; then echo "usage: make release VERSION=vX.Y.Z [APPLY=1]"; exit 2; fi
 	cd internal/release && $(GO) run . tag -root ../.. -version $(VERSION) $(if $(APPLY),-apply)
 
-## release-check: serve every module from a module-proxy folder at the
-## newest CHANGELOG version (or VERSION) and go get, build and run a program
-## that uses consumer, producer, lanestest and codec (JSON), outside the
-## workspace, and check it builds no protobuf, Avro or registry package;
-## then go install the CLI from that folder and run lanes version ("go
-## install ok")
+## release-check: check what make release would tag: cut the release of
+## the newest CHANGELOG version (or VERSION) from HEAD in a clone, as make
+## release APPLY=1 does (this checkout is only read: no tag, no commit;
+## uncommitted changes are not checked, and it says so), serve every module
+## from its tag in a module-proxy folder, and outside the workspace: go
+## get, build and run a program that uses consumer, producer, lanestest and
+## codec (JSON) and check it builds no protobuf, Avro or registry package;
+## go install the CLI and run lanes version ("go install ok"); follow
+## docs/tutorial.md in a module of its own: its go commands and files,
+## lanes broker, the program typed its input block and printing its output
+## block ("tutorial ok")
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 

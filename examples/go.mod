@@ -1,4 +1,4 @@
-module github.com/lanesdev/lanes/examples
+module example.com
 
 go 1.26.0
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/examples/chat"
+	"example.com/chat"
 	"github.com/lanesdev/lanes/lanestest"
 	"go.uber.org/goleak"
 )

@@ -1,39 +1,27 @@
 package main
 
 import (
-	stdzip "archive/zip"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/mod/module"
-	"golang.org/x/mod/zip"
 )
 
-// check serves every released module of the checkout from a module-proxy
-// folder at version, as tags <module>/<version> would serve them after
-// `make release` (see buildProxy), then, in a fresh module
-// outside the workspace, gets consumer, producer, lanestest and codec at
-// version, builds a program that uses them and runs it: one message sent
-// and handled on the embedded broker, a JSON payload decoded by
-// codec.Typed; and checks that the program builds no protobuf, Avro or
-// schema-registry package. Last, it installs the command line with
-// `go install .../cmd/lanes@version` and runs `lanes version`.
+// check cuts the release of version from HEAD in a clone, as `make release
+// VERSION=version APPLY=1` would (releaseTree), and serves every released
+// module from a module-proxy folder built from the tags it made
+// (serveTags), so that what it checks is what the tags carry. Then, in a
+// fresh module outside the workspace, it gets consumer, producer,
+// lanestest and codec at version, builds a program that uses them and
+// runs it: one message sent and handled on the embedded broker, a JSON
+// payload decoded by codec.Typed; and checks that the program builds no
+// protobuf, Avro or schema-registry package. It installs the command line
+// with `go install .../cmd/lanes@version` and runs `lanes version`. Last
+// it follows docs/tutorial.md in a module of its own (followTutorial).
 func check(ctx context.Context, root, version string, keep bool) error {
-	mods, err := loadModules(root)
-	if err != nil {
-		return err
-	}
-	if r := replaceDirectives(mods); len(r) > 0 {
-		return fmt.Errorf("go.mod files keep replace directives, which `go install pkg@version` refuses; go.work replaces siblings instead:\n%s", strings.Join(r, "\n"))
-	}
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
 		return err
@@ -43,8 +31,12 @@ func check(ctx context.Context, root, version string, keep bool) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
+	repo, mods, err := releaseTree(root, version, work)
+	if err != nil {
+		return err
+	}
 	proxy := filepath.Join(work, "proxy")
-	if err := buildProxy(root, proxy, mods, version); err != nil {
+	if err := serveTags(repo, proxy, mods, version); err != nil {
 		return err
 	}
 	app := filepath.Join(work, "app")
@@ -91,10 +83,14 @@ func check(ctx context.Context, root, version string, keep bool) error {
 			}
 		}
 	}
-	if cli := modPath(mods, "cmd/lanes"); cli != "" {
-		return installCLI(ctx, work, env, cli, version)
+	cli := modPath(mods, "cmd/lanes")
+	if cli == "" {
+		return nil
 	}
-	return nil
+	if err := installCLI(ctx, work, env, cli, version); err != nil {
+		return err
+	}
+	return followTutorial(ctx, repo, work, filepath.Join(work, "bin"), env, version)
 }
 
 // heavyDeps are the packages only the codec format modules may bring.
@@ -120,12 +116,7 @@ func codecFree(deps string) error {
 // name version.
 func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
 	bin := filepath.Join(work, "bin")
-	env = append(env, "GOBIN="+bin)
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "GOFLAGS=") {
-			env[i] = "GOFLAGS=-modcacherw" // go install pkg@version takes no -mod
-		}
-	}
+	env = setEnv(env, "GOBIN="+bin, "GOFLAGS=-modcacherw") // go install pkg@version takes no -mod
 	if _, err := runStep(ctx, work, env, []string{"go", "install", cli + "@" + version}); err != nil {
 		return err
 	}
@@ -196,87 +187,4 @@ func modPath(mods []*modDir, dir string) string {
 		}
 	}
 	return ""
-}
-
-// buildProxy writes a GOPROXY folder with every released module at
-// version, from the checkout, its go.mod as `make release` would commit it:
-// every sibling requirement at a release version moved to version. Any
-// other requirement, such as a placeholder pseudo-version, stays as it is
-// and is not served: no tag can make it.
-func buildProxy(root, proxy string, mods []*modDir, version string) error {
-	for _, m := range mods {
-		if !m.released() {
-			continue
-		}
-		modData, changes, err := rewrite(m, mods, version, isRelease)
-		if err != nil {
-			return err
-		}
-		var dirZip bytes.Buffer
-		mv := module.Version{Path: m.Path, Version: version}
-		if err := zip.CreateFromDir(&dirZip, mv, filepath.Join(root, filepath.FromSlash(m.Dir))); err != nil {
-			return fmt.Errorf("zip %s: %w", m.Dir, err)
-		}
-		zipped, err := replaceGoMod(dirZip.Bytes(), mv, modData)
-		if err != nil {
-			return err
-		}
-		info, _ := json.Marshal(struct {
-			Version string
-			Time    time.Time
-		}{version, time.Now().UTC().Truncate(time.Second)})
-		files := map[string][]byte{"list": []byte(version + "\n"), version + ".info": info,
-			version + ".mod": modData, version + ".zip": zipped}
-		for name, data := range files {
-			if err := writeFile(proxy, m.Path, name, data); err != nil {
-				return err
-			}
-		}
-		fmt.Printf("proxy: %s %s (%d sibling requirements moved to %s)\n", m.Path, version, len(changes), version)
-	}
-	return nil
-}
-
-// replaceGoMod returns the module zip z with its go.mod replaced by data.
-func replaceGoMod(z []byte, mv module.Version, data []byte) ([]byte, error) {
-	r, err := stdzip.NewReader(bytes.NewReader(z), int64(len(z)))
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	w := stdzip.NewWriter(&out)
-	for _, f := range r.File {
-		dst, err := w.Create(f.Name)
-		if err != nil {
-			return nil, err
-		}
-		if f.Name == mv.Path+"@"+mv.Version+"/go.mod" {
-			_, err = dst.Write(data)
-		} else {
-			var src io.ReadCloser
-			if src, err = f.Open(); err == nil {
-				_, err = io.Copy(dst, src)
-				src.Close()
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
-func writeFile(proxy, path, name string, data []byte) error {
-	esc, err := module.EscapePath(path)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(proxy, filepath.FromSlash(esc), "@v")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
 }

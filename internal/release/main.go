@@ -1,10 +1,14 @@
 // Command release cuts a lanes release and checks that one works for a
 // user who only has the module proxy.
 //
-//	release check [-version V] [-keep]   serve every module at V (default: the
-//	                                     newest CHANGELOG.md version) from a
-//	                                     module-proxy folder and go get, build
-//	                                     and run a program that uses them
+//	release check [-version V] [-keep]   cut release V (default: the newest
+//	                                     CHANGELOG.md version) of HEAD in a
+//	                                     clone as tag -apply would, serve every
+//	                                     module from its tag in a module-proxy
+//	                                     folder, go get, build and run a program
+//	                                     that uses them, go install the CLI,
+//	                                     and follow docs/tutorial.md in a
+//	                                     module of its own
 //	release tag -version V [-apply]      rewrite every sibling requirement to V,
 //	                                     commit, and tag <module>/V in
 //	                                     dependency order (a dry run without

@@ -1,7 +1,7 @@
 // Command chat runs the tutorial's chat service (docs/tutorial.md): it
 // creates the topics, then posts each line of its input, "chat-42: hello",
-// and prints each chat's history as the consumer applies it, until
-// Ctrl-C or SIGTERM.
+// and prints each message as the consumer applies it, until Ctrl-C or
+// SIGTERM.
 package main
 
 import (
@@ -14,7 +14,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/lanesdev/lanes/examples/chat"
+	"example.com/chat"
+	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,7 +33,7 @@ func main() {
 	if err := createTopics(ctx, brokers, chat.Topic, chat.DeadLetters); err != nil {
 		fail(err)
 	}
-	s, err := chat.New(brokers)
+	s, err := chat.New(brokers, printApplied)
 	if err != nil {
 		fail(err)
 	}
@@ -43,17 +44,30 @@ func main() {
 	}
 }
 
-// post sends each input line "chat: text" and prints the chat's history.
+// post sends each input line "chat: text".
 func post(ctx context.Context, s *chat.Service) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		id, text, _ := strings.Cut(in.Text(), ": ")
-		if err := s.Post(ctx, id, text); err != nil {
+		id, text, _ := strings.Cut(in.Text(), ":")
+		if err := s.Post(ctx, strings.TrimSpace(id), strings.TrimSpace(text)); err != nil {
 			fmt.Fprintln(os.Stderr, "post:", err)
-			continue
 		}
-		fmt.Printf("%s so far: %q\n", id, s.History(id)) // applied asynchronously
 	}
+}
+
+// printApplied is middleware (it runs around the handler, inside dedup):
+// it prints what became of each message.
+func printApplied(next consumer.Handler) consumer.Handler {
+	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		err := next.Handle(ctx, m)
+		switch {
+		case err == nil:
+			fmt.Printf("%s: applied %q\n", m.SessionID, m.Record.Value)
+		case consumer.IsPermanent(err):
+			fmt.Printf("%s: not applied, to %s (%v)\n", m.SessionID, chat.DeadLetters, err)
+		}
+		return err // another error is retried: the chat waits
+	})
 }
 
 // createTopics creates the topics, 12 partitions each, unless they exist.

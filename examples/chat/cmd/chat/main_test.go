@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lanesdev/lanes/examples/chat"
+	"example.com/chat"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
