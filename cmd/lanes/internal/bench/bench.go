@@ -273,7 +273,7 @@ func (b *bench) runRounds(ctx context.Context) ([][]Result, error) {
 			if cfg.rounds > 1 {
 				where = fmt.Sprintf("round %d/%d, %s", round+1, cfg.rounds, where)
 			}
-			fmt.Fprintf(b.stderr, "%s: %s (%d messages)\n", where, w.Name, w.Messages)
+			fmt.Fprintf(b.stderr, "%s: %s (%s)\n", where, w.Name, cli.Count(w.Messages, "message"))
 			// every round's topics are its own: one deleted in a round is
 			// not created again in the next
 			rs, err := b.runWorkload(ctx, w, round*len(cfg.workloads)+i, cfg.rounds*per, done)

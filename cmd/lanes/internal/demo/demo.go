@@ -119,8 +119,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	brokers := broker.Addrs()
 	dlq := topic + "-dlq"
-	fmt.Fprintf(stdout, "lanes demo: %d sessions, %d messages, %d partitions, %s\n",
-		cfg.sessions, cfg.messages, cfg.partitions, where)
+	fmt.Fprintf(stdout, "lanes demo: %s, %s, %s, %s\n",
+		cli.Count(cfg.sessions, "session"), cli.Count(cfg.messages, "message"), cli.Count(cfg.partitions, "partition"), where)
 	fmt.Fprintf(stdout, "faults: %.1f%% transient per attempt, %.2f%% permanent per message; handler work %v\n\n",
 		cfg.transient*100, cfg.permanent*100, cfg.work)
 
