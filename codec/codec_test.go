@@ -150,7 +150,7 @@ func TestTypedOnBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lanestest.Run(ctx, c, l, l.AckedCount(), b, "orders-dlq"); err != nil {
+	if err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "orders-dlq"}); err != nil {
 		t.Fatal(err)
 	}
 	r := l.Report()

@@ -100,7 +100,7 @@ func TestPanicRetriedByConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lanestest.Run(ctx, c, l, 1, b, dlq); err != nil && !errors.Is(err, context.Canceled) {
+	if err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Want: 1, Broker: b, DeadLetterTopic: dlq}); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	rep := l.Report()

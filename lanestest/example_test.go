@@ -53,7 +53,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := lanestest.Run(ctx, c, l, l.AckedCount(), b, "chat-dlq"); err != nil {
+	if err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "chat-dlq"}); err != nil {
 		panic(err)
 	}
 	r := l.Report()
@@ -104,7 +104,7 @@ func ExampleLedger_Middleware() {
 	if err != nil {
 		panic(err)
 	}
-	if err := lanestest.Run(ctx, svc, l, l.AckedCount(), b, "chat-dlq"); err != nil {
+	if err := lanestest.Run(ctx, svc, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "chat-dlq"}); err != nil {
 		panic(err)
 	}
 	fmt.Println(l.Report())

@@ -33,7 +33,7 @@ func (l *Ledger) Middleware(member string) consumer.Middleware {
 func Record(member string, record func(Call), h consumer.Handler) consumer.Handler {
 	return consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) (err error) {
 		c := Call{Member: member, Session: m.SessionID, Seq: -1, EventID: m.EventID,
-			Partition: m.Record.Partition, Offset: m.Record.Offset, Attempt: m.Attempt, Start: time.Now()}
+			Topic: m.Record.Topic, Partition: m.Record.Partition, Offset: m.Record.Offset, Attempt: m.Attempt, Start: time.Now()}
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("panic: %v", p)
@@ -50,11 +50,18 @@ func Record(member string, record func(Call), h consumer.Handler) consumer.Handl
 	})
 }
 
-// Send sends value for session through p as the session's seq-th message
-// (its event ID derived from session and seq), waits for the broker's
-// acknowledgement and records it. It returns the producer's error.
-func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string, seq int, value []byte) error {
-	res, err := p.Send(ctx, session, value, producer.WithSequence(uint64(seq)))
+// Send sends value for session through p as the session's seq-th message,
+// waits for the broker's acknowledgement and records it. It returns the
+// producer's error.
+//
+// The event ID is derived from session and seq (producer.WithSequence)
+// unless opts set one: opts are the producer's send options, applied after
+// it, such as producer.WithTopic for a topic other than the producer's
+// Config.Topic, producer.WithHeader, or producer.WithEventID. The ledger
+// records the event ID the producer stamped, whichever it is. A session
+// sent to several topics: see the package documentation.
+func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string, seq int, value []byte, opts ...producer.SendOption) error {
+	res, err := p.Send(ctx, session, value, sendOpts(seq, opts)...)
 	if err != nil {
 		return err
 	}
@@ -65,7 +72,7 @@ func (l *Ledger) Send(ctx context.Context, p *producer.Producer, session string,
 // SendAsync is Send without waiting: the acknowledgement is recorded when
 // it arrives, and done (if not nil) gets the producer's error. Flush the
 // producer to wait for every acknowledgement.
-func (l *Ledger) SendAsync(ctx context.Context, p *producer.Producer, session string, seq int, value []byte, done func(error)) {
+func (l *Ledger) SendAsync(ctx context.Context, p *producer.Producer, session string, seq int, value []byte, done func(error), opts ...producer.SendOption) {
 	p.SendAsync(ctx, session, value, func(res producer.Result, err error) {
 		if err == nil {
 			l.Acked(session, seq, res.EventID)
@@ -73,5 +80,10 @@ func (l *Ledger) SendAsync(ctx context.Context, p *producer.Producer, session st
 		if done != nil {
 			done(err)
 		}
-	}, producer.WithSequence(uint64(seq)))
+	}, sendOpts(seq, opts)...)
+}
+
+// sendOpts is the seq's WithSequence followed by the caller's options.
+func sendOpts(seq int, opts []producer.SendOption) []producer.SendOption {
+	return append([]producer.SendOption{producer.WithSequence(uint64(seq))}, opts...)
 }

@@ -14,8 +14,11 @@ type Call struct {
 	// Seq is the message's place in its session. A call whose event ID was
 	// recorded with Acked takes session and seq from there; a negative Seq
 	// with an unknown event ID leaves the call out of the order checks.
-	Seq       int       `json:"q"`
-	EventID   string    `json:"e"`
+	Seq     int    `json:"q"`
+	EventID string `json:"e"`
+	// Topic, Partition and Offset are the record's place. lanes orders a
+	// session within a topic; Report checks order per session and topic.
+	Topic     string    `json:"tp"`
 	Partition int32     `json:"p"`
 	Offset    int64     `json:"o"`
 	Attempt   int       `json:"a"`
@@ -38,6 +41,10 @@ type msgKey struct {
 // dead-letter topic holds (DeadLettered). Report checks them against each
 // other. A Ledger is safe for concurrent use; the zero value is not, use
 // NewLedger.
+//
+// A message is its session and seq, whatever its topic: a session sent to
+// several topics numbers its messages in one sequence across them (see
+// "Sessions that span topics" in the package documentation).
 type Ledger struct {
 	mu      sync.Mutex
 	sent    map[string]msgKey // event ID → message

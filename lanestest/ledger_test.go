@@ -159,3 +159,72 @@ func TestCallsWithoutEventIDs(t *testing.T) {
 		t.Fatalf("report %v, want 1 violation over 3 calls", r)
 	}
 }
+
+// TestLedgerTopics: a session sent to two topics is ordered per topic
+// (lanes does not order one session across topics) while overlaps count
+// across them; a record is its topic, partition and offset; seqs never
+// sent are no gap.
+func TestLedgerTopics(t *testing.T) {
+	const orders, audit = "orders", "audit"
+	on := func(h *history, topic string, seq int, offset int64, start, end int) {
+		at := func(ms int) time.Time { return h.t0.Add(time.Duration(ms) * time.Millisecond) }
+		h.l.RecordCall(Call{Member: "x", Session: "a", Seq: -1, EventID: id("a", seq), Topic: topic,
+			Offset: offset, Start: at(start), End: at(end), OK: true, Final: true})
+	}
+	cases := []struct {
+		name string
+		feed func(h *history)
+		want Report
+	}{
+		{"the other topic's record first", func(h *history) {
+			on(h, audit, 1, 0, 0, 10) // seq 1 (audit) arrived before seq 0 (orders)
+			on(h, orders, 0, 0, 10, 20)
+			on(h, orders, 2, 1, 20, 30)
+		}, Report{}},
+		{"out of order within a topic", func(h *history) {
+			on(h, orders, 2, 1, 0, 10) // seq 2 before seq 0, both on orders
+			on(h, orders, 0, 0, 10, 20)
+			on(h, audit, 1, 0, 20, 30)
+		}, Report{Violations: 1, Regressions: 1}},
+		{"overlap across topics", func(h *history) {
+			on(h, orders, 0, 0, 0, 10)
+			on(h, audit, 1, 0, 5, 15) // one lane per session: never at once
+			on(h, orders, 2, 1, 15, 20)
+		}, Report{Overlaps: 1}},
+		{"same offset on another topic", func(h *history) {
+			on(h, orders, 0, 0, 0, 10)
+			on(h, audit, 0, 0, 10, 20) // seq 0 re-sent to audit: another record
+			on(h, audit, 1, 1, 20, 30)
+			on(h, orders, 2, 1, 30, 40)
+		}, Report{Duplicates: 1, Resends: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory(t, map[string]int{"a": 3})
+			tc.feed(h)
+			r := h.l.Report()
+			got := Report{Violations: r.Violations, Overlaps: r.Overlaps, Regressions: r.Regressions,
+				Lost: r.Lost, Duplicates: r.Duplicates, Redeliveries: r.Redeliveries, Resends: r.Resends}
+			if got.String() != tc.want.String() {
+				t.Fatalf("report %v\nwant   %v\n%v", r, tc.want, r.Details)
+			}
+		})
+	}
+
+	// One ledger per consumer: the orders ledger holds seqs 0 and 2 only.
+	h := newHistory(t, nil)
+	h.l.Acked("a", 0, id("a", 0))
+	h.l.Acked("a", 2, id("a", 2))
+	on(h, orders, 0, 0, 0, 10)
+	on(h, orders, 2, 1, 10, 20)
+	if r := h.l.Report(); r.Err(false) != nil || r.Messages != 2 {
+		t.Fatalf("seqs 0 and 2 of one topic: %v %v", r, r.Details)
+	}
+	// A lost message still holds up the next, whatever its topic.
+	h = newHistory(t, map[string]int{"a": 3})
+	on(h, orders, 0, 0, 0, 10)
+	on(h, audit, 2, 0, 10, 20) // seq 1 was acknowledged and never handled
+	if r := h.l.Report(); r.Lost != 1 || r.Violations != 1 {
+		t.Fatalf("seq 1 lost: %v, want 1 lost and seq 2 a violation", r)
+	}
+}

@@ -3,6 +3,7 @@ package lanestest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -12,14 +13,17 @@ type Report struct {
 	Sessions, Messages int
 	// Calls is the number of handler calls recorded.
 	Calls int
-	// Violations: a first delivery of seq n of a session that started
-	// before seq n-1 finished.
+	// Violations: a first delivery of a session's message that started
+	// before the session's previous message on its topic finished (seq n-1
+	// when all are on one topic). lanes orders a session within a topic;
+	// across topics, one consumer hands a session's records over one at a
+	// time in the order they arrive (Overlaps still counts across topics).
 	Violations int
 	// Overlaps: a call that started while another call of the same session
 	// was still running (lanes runs one message of a session at a time).
 	Overlaps int
 	// Regressions: a member handling a lower seq of a session after a
-	// higher one, within its own lifetime (a redelivery without a handover;
+	// higher one on the same topic, within its own lifetime (a redelivery without a handover;
 	// expected only where partitions are lost, such as a crash).
 	Regressions int
 	// Lost: acknowledged, but neither finished by a handler nor
@@ -59,8 +63,9 @@ func (r Report) Err(allowRegressions bool) error {
 	return nil
 }
 
-// recordAt is where a record is: its partition and offset.
+// recordAt is where a record is: its topic, partition and offset.
 type recordAt struct {
+	topic     string
 	partition int32
 	offset    int64
 }
@@ -85,6 +90,7 @@ func (l *Ledger) Report() Report {
 	}
 	finishAt := map[msgKey]time.Time{}   // earliest end of a final call
 	oks := map[msgKey]map[recordAt]int{} // successful calls per record of the message
+	topicOf := map[msgKey]string{}       // the topic of the message's first call that names one
 	for i, c := range calls {
 		k, ok := sent[c.EventID]
 		if !ok {
@@ -95,6 +101,9 @@ func (l *Ledger) Report() Report {
 			continue
 		}
 		sessions[k.session] = true
+		if _, seen := topicOf[k]; !seen && c.Topic != "" {
+			topicOf[k] = c.Topic
+		}
 		if c.Final {
 			if t, seen := finishAt[k]; !seen || c.End.Before(t) {
 				finishAt[k] = c.End
@@ -104,7 +113,7 @@ func (l *Ledger) Report() Report {
 			if oks[k] == nil {
 				oks[k] = map[recordAt]int{}
 			}
-			oks[k][recordAt{c.Partition, c.Offset}]++
+			oks[k][recordAt{c.Topic, c.Partition, c.Offset}]++
 		}
 	}
 	r.Sessions = len(sessions)
@@ -128,7 +137,8 @@ func (l *Ledger) Report() Report {
 		seq int
 	}
 	running := map[string]lastCall{} // session → its call that ends last so far
-	maxSeen := map[[2]string]int{}   // member, session → highest seq handled
+	maxSeen := map[[3]string]int{}   // member, session, topic → highest seq handled
+	prevOf := previous(sent, keys, known, topicOf)
 	for i, c := range calls {
 		if !known[i] {
 			continue
@@ -144,7 +154,7 @@ func (l *Ledger) Report() Report {
 			running[k.session] = lastCall{c, k.seq}
 		}
 
-		mk := [2]string{c.Member, k.session}
+		mk := [3]string{c.Member, k.session, topicOf[k]}
 		if m, ok := maxSeen[mk]; ok && k.seq < m {
 			r.Regressions++
 			note("member %s: %s seq %d after seq %d", c.Member, k.session, k.seq, m)
@@ -154,17 +164,17 @@ func (l *Ledger) Report() Report {
 		}
 
 		t, finished := finishAt[k]
-		if k.seq == 0 || !finished || t.Before(c.Start) {
-			continue // the first seq, or not a first delivery
+		prev, hasPrev := prevOf(k)
+		if !hasPrev || !finished || t.Before(c.Start) {
+			continue // the first of its session on its topic, or not a first delivery
 		}
-		prev := msgKey{k.session, k.seq - 1}
 		pt, ok := finishAt[prev]
 		if (ok && !pt.After(c.Start)) || (!ok && dead[prev]) {
 			continue // the previous one finished first, or was dead-lettered
 		}
 		r.Violations++
 		note("%s seq %d started at %s (member %s) before seq %d finished", k.session, k.seq,
-			c.Start.Format("15:04:05.000000"), c.Member, k.seq-1)
+			c.Start.Format("15:04:05.000000"), c.Member, prev.seq)
 	}
 
 	for id, k := range sent {
@@ -176,4 +186,42 @@ func (l *Ledger) Report() Report {
 		}
 	}
 	return r
+}
+
+// previous returns the function that names the message a message waits
+// for: the session's previous one on its topic, by seq, among those the
+// ledger knows (acknowledged or handled: a seq never sent is no message).
+// A message never handled (its topic unknown) counts as on every topic, so
+// a lost message still holds up the next.
+func previous(sent map[string]msgKey, keys []msgKey, known []bool, topicOf map[msgKey]string) func(msgKey) (msgKey, bool) {
+	seqs := map[string][]int{} // session → its known seqs, ascending
+	add := func(k msgKey) { seqs[k.session] = append(seqs[k.session], k.seq) }
+	for _, k := range sent {
+		add(k)
+	}
+	for i, k := range keys {
+		if known[i] {
+			add(k)
+		}
+	}
+	for s, l := range seqs {
+		slices.Sort(l)
+		seqs[s] = slices.Compact(l)
+	}
+	memo := map[msgKey]msgKey{}
+	return func(k msgKey) (msgKey, bool) {
+		if p, ok := memo[k]; ok {
+			return p, true
+		}
+		l := seqs[k.session]
+		i, _ := slices.BinarySearch(l, k.seq)
+		for t := topicOf[k]; i > 0; i-- {
+			p := msgKey{k.session, l[i-1]}
+			if pt := topicOf[p]; t == "" || pt == "" || pt == t {
+				memo[k] = p
+				return p, true
+			}
+		}
+		return msgKey{}, false
+	}
 }

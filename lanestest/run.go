@@ -17,16 +17,41 @@ type Runner interface {
 	Run(ctx context.Context) error
 }
 
-// Run runs c until want messages recorded in l are accounted for (finished
-// by the handler or, with a dead-letter topic to watch, found there), then
-// cancels it and returns Run's error: nil after a clean drain, commit and
-// leave. It returns early with an error when ctx ends first (give ctx a
-// deadline) or when c.Run fails.
+// RunOptions are Run's settings besides the runner and the ledger; the
+// zero value waits for every message acknowledged so far and watches no
+// dead-letter topic.
+type RunOptions struct {
+	// Want is how many messages must be accounted for; 0 means every
+	// message the ledger recorded as acknowledged when Run starts
+	// (l.AckedCount()).
+	Want int
+	// DeadLetterTopic is the consumer's Config.DeadLetterTopic: records
+	// reaching it are recorded as they arrive, so that messages that
+	// exhausted their retries count too, and once the consumer stopped it
+	// is read to its end. Empty: none is watched (a consumer that
+	// retries forever, or a test that reads it itself).
+	DeadLetterTopic string
+	// Broker is the cluster DeadLetterTopic is read from; required with it.
+	Broker *Broker
+}
+
+// Run runs c until o.Want messages recorded in l are accounted for
+// (finished by the handler or, with a dead-letter topic to watch, found
+// there), then cancels it and returns Run's error: nil after a clean
+// drain, commit and leave. It returns early with an error when ctx ends
+// first (give ctx a deadline) or when c.Run fails.
 //
-// With dlq set, records reaching the dead-letter topic (on b) are recorded
-// as they arrive, so that messages that exhausted their retries count too,
-// and once the consumer stopped the topic is read to its end.
-func Run(ctx context.Context, c Runner, l *Ledger, want int, b *Broker, dlq string) error {
+//	err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "chat-dlq"})
+func Run(ctx context.Context, c Runner, l *Ledger, o RunOptions) error {
+	want, dlq, b := o.Want, o.DeadLetterTopic, o.Broker
+	switch {
+	case want < 0:
+		return fmt.Errorf("lanestest: RunOptions.Want %d: want 0 (every acknowledged message) or more", want)
+	case dlq != "" && b == nil:
+		return fmt.Errorf("lanestest: RunOptions.DeadLetterTopic %q needs RunOptions.Broker, the cluster to read it from", dlq)
+	case want == 0:
+		want = l.AckedCount()
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)

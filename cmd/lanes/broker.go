@@ -2,30 +2,33 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
+// brokerHelp is "lanes broker -h".
+var brokerHelp = cli.Help{
+	Name: "broker",
+	Args: "[flags]",
+	About: "Runs an embedded Kafka-compatible broker (kfake) on 127.0.0.1 until interrupted, for development: " +
+		"point a service and its tests at it. Everything is kept in memory: stopping it loses every topic, " +
+		"record and committed offset. lanes' clients never create a topic: seed them with --topics, or create " +
+		"a consumer's with lanes topics create.",
+	Docs: "tutorial.md#run-it",
+}
+
 // runBroker serves an embedded kfake broker on loopback until ctx ends.
 func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage:\n  lanes broker [--port N] [--topics a,b] [--partitions N]\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	port := fs.Int("port", 9092, "port to listen on (127.0.0.1)")
-	partitions := fs.Int("partitions", 12, "partitions of each seeded topic")
-	topics := fs.String("topics", "", "comma-separated topics to create at start (lanes' clients never create one)")
-	if err := fs.Parse(args); err != nil {
+	fs := brokerHelp.FlagSet()
+	port := fs.Int("port", 9092, "port to listen on, on 127.0.0.1 (0: any free port)")
+	partitions := fs.Int("partitions", 12, "partitions of each topic of --topics")
+	topics := fs.String("topics", "", "comma-separated `TOPICS` to create at start (lanes' clients never create one)")
+	if err := cli.Parse(fs, brokerHelp, args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("broker: unexpected argument %q: broker takes only flags (topics go in --topics)", fs.Arg(0))
 	}
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", *port)
@@ -48,7 +51,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer c.Close()
 	fmt.Fprintf(stdout, "embedded broker listening on %s (Ctrl-C to stop)\n", strings.Join(c.ListenAddrs(), ","))
 	for _, t := range names {
-		fmt.Fprintf(stdout, "created topic %s (%d partitions)\n", t, *partitions)
+		fmt.Fprintf(stdout, "created topic %s (%s)\n", t, cli.Count(*partitions, "partition"))
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(stdout, "no topics created: lanes' producer and consumer never create a topic (a consumer stays not ready, naming the missing ones); "+

@@ -34,8 +34,8 @@ func TestSubcommandFlags(t *testing.T) {
 		cmd       string
 		want, not []string
 	}{
-		{"inspect", []string{"-limit", "-values", "-timeout", "-brokers", "-topic"}, []string{"-reason", "-dry-run", "-to "}},
-		{"replay", []string{"-reason", "-dry-run", "-to", "-timeout", "-brokers"}, []string{"-limit", "-values"}},
+		{"inspect", []string{"--limit", "--values", "--timeout", "--brokers", "--topic"}, []string{"--reason", "--dry-run", "--to "}},
+		{"replay", []string{"--reason", "--dry-run", "--to", "--timeout", "--brokers"}, []string{"--limit", "--values"}},
 	} {
 		var out bytes.Buffer
 		_ = run(context.Background(), []string{"dlq", tc.cmd, "-h"}, &out, &out)
@@ -105,8 +105,8 @@ func TestBadArgs(t *testing.T) {
 		{dlq("inspect", "--limit", "-1"), "--limit -1"},
 		{dlq("inspect", "--timeout", "0s"), "--timeout 0s"},
 		{dlq("inspect", "extra"), `unexpected argument "extra"`},
-		{dlq("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
-		{dlq("replay", "--limit", "3"), "flag provided but not defined: -limit"},
+		{dlq("inspect", "--reason", "permanent"), "flag provided but not defined: --reason"},
+		{dlq("replay", "--limit", "3"), "flag provided but not defined: --limit"},
 		{dlq("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled, park-exhausted, park-lost`},
 		{dlq("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{[]string{"version", "x"}, `unexpected argument "x"`},

@@ -23,7 +23,7 @@
 //
 // Each command's code is in one folder with its tests: internal/bench,
 // internal/demo (which runs its paced phase through bench) and
-// internal/dlq, internal/park and internal/topics; internal/cli holds what they share (the TLS and SASL flags).
+// internal/dlq, internal/park and internal/topics; internal/cli holds what they share (the help format, counts in words, the TLS and SASL flags).
 // This package is the dispatcher (main.go), lanes broker (broker.go) and
 // lanes version (version.go).
 package main

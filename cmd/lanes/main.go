@@ -12,25 +12,31 @@ import (
 	"syscall"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/bench"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/demo"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/park"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/topics"
 )
 
-const usage = `lanes: per-session ordered Kafka pipelines
-
-Usage:
-  lanes demo   [flags]   run the chat demo (embedded broker unless --brokers)
-  lanes bench  [flags]   compare lanes with baselines on workloads (embedded broker unless --brokers)
-  lanes broker [flags]   run an embedded Kafka-compatible broker (kfake)
-  lanes dlq inspect|replay [flags]   list or re-send dead-lettered records
-  lanes version          print the lanes version and the Go version that built it
-  lanes park inspect [flags]         list parked sessions (docs/parking.md)
-  lanes topics create|check [flags]  create or check a consumer's dead-letter and park topics
-
-Run "lanes <command> -h" for a command's flags.
-`
+// help is "lanes -h".
+var help = cli.Help{
+	Args: "<command> [flags]",
+	About: "lanes is the command line of lanes, Kafka consumers that keep each session's messages in order: " +
+		"a demo and a benchmark that run on an embedded broker (or a real cluster with --brokers), an embedded " +
+		"broker for development, and the tools a consumer's operator needs on a real cluster: its topics, its " +
+		"dead-lettered records and its parked sessions.",
+	Commands: []cli.Command{
+		{Name: "demo", About: "run the chat demo: faults injected, order and loss checked"},
+		{Name: "bench", About: "compare lanes with baselines on workloads"},
+		{Name: "broker", About: "run an embedded Kafka-compatible broker (kfake)"},
+		{Name: "topics", About: "create or check a consumer's dead-letter and park topics"},
+		{Name: "dlq", About: "list or re-send dead-lettered records"},
+		{Name: "park", About: "list the parked sessions of a group, or release a held one"},
+		{Name: "version", About: "print the lanes version and the Go version that built it"},
+	},
+	Docs: "README.md",
+}
 
 func main() {
 	// The consumers and producers the commands run log to slog.Default():
@@ -56,7 +62,7 @@ func exitCode(err error, stderr io.Writer) int {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		help.Print(stderr, nil)
 		return errors.New("no command given")
 	}
 	switch args[0] {
@@ -74,10 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return topics.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	case "-h", "-help", "--help", "help":
+		help.Print(stdout, nil)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	help.Print(stderr, nil)
 	return fmt.Errorf("unknown command %q", args[0])
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
 // version is the line `lanes version` prints: the module version the
@@ -18,13 +20,15 @@ func version() string {
 	return fmt.Sprintf("lanes %s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// versionHelp is "lanes version -h".
+var versionHelp = cli.Help{
+	Name:  "version",
+	About: "Prints the lanes module version the binary was built from and the Go version that built it; lanes --version does the same.",
+}
+
 func runVersion(args []string, stdout io.Writer) error {
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprintln(stdout, "Usage:\n  lanes version   (or lanes --version)\n\nPrints the lanes module version and the Go version that built it.")
-		return nil
-	}
-	if len(args) > 0 {
-		return fmt.Errorf("version: unexpected argument %q", args[0])
+	if err := cli.Parse(versionHelp.FlagSet(), versionHelp, args, stdout); err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, version())
 	return nil

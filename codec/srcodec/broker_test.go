@@ -90,7 +90,7 @@ func TestRegistryOutageOnBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lanestest.Run(ctx, c, l, l.AckedCount(), b, "users-dlq"); err != nil {
+	if err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "users-dlq"}); err != nil {
 		t.Fatal(err)
 	}
 	rep := l.Report()

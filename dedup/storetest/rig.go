@@ -123,7 +123,8 @@ func (r *rig) consumer(member string, l *lanestest.Ledger, d *dedup.Dedup, small
 func (r *rig) run(member string, d *dedup.Dedup) *lanestest.Ledger {
 	r.t.Helper()
 	l := r.ledger()
-	if err := lanestest.Run(ctxFor(r.t, 2*time.Minute), r.consumer(member, l, d, false), l, len(r.sent), r.b, dlq); err != nil {
+	if err := lanestest.Run(ctxFor(r.t, 2*time.Minute), r.consumer(member, l, d, false), l,
+		lanestest.RunOptions{Want: len(r.sent), Broker: r.b, DeadLetterTopic: dlq}); err != nil {
 		r.t.Fatal(err)
 	}
 	return l

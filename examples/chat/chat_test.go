@@ -42,7 +42,7 @@ func TestChat(t *testing.T) {
 			}
 		}
 	}
-	if err := lanestest.Run(ctx, s.Consumer, l, l.AckedCount(), b, chat.DeadLetters); err != nil {
+	if err := lanestest.Run(ctx, s.Consumer, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: chat.DeadLetters}); err != nil {
 		t.Fatal(err)
 	}
 	r := l.Report()

@@ -129,7 +129,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		if err := lanestest.Run(ctx, c, l, 1, b, "kit-dlq"); err != nil {
+		if err := lanestest.Run(ctx, c, l, lanestest.RunOptions{Broker: b, DeadLetterTopic: "kit-dlq"}); err != nil {
 			return err
 		}
 		return l.Report().Err(false)

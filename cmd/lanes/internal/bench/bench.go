@@ -39,42 +39,51 @@ type benchConfig struct {
 // bench runs the default suite.
 var workloadFlags = []string{"mode", "sessions", "skew", "work", "messages", "rate", "duration", "transient", "retry-wait"}
 
-func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
+// help is "lanes bench -h".
+var help = cli.Help{
+	Name: "bench",
+	Args: "[flags]",
+	About: "Compares lanes with raw franz-go polling, one goroutine per partition and a key-hash worker pool, in " +
+		"one run, on closed (a preloaded backlog) and open (a fixed send rate) workloads: messages per second, " +
+		"ratio to the bound, latency, order violations, allocations, heap and goroutines, as a table, --json, " +
+		"--plots DIR or --docs FILE. Without a workload flag it runs the default suite; --stuck compares " +
+		"in-lane retries with parking, --scale grows one group of member processes. It runs on an embedded " +
+		"broker unless --brokers names a real cluster.",
+	Docs: "benchmarks.md",
+}
+
+func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	c := benchConfig{args: args}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster (default: an embedded broker)")
+	fs := help.FlagSet()
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster, `host:port`,... (default: an embedded broker)")
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of each workload's topic")
-	consumers := fs.String("consumers", strings.Join(allConsumers, ","), "consumers to compare")
+	consumers := fs.String("consumers", strings.Join(allConsumers, ","), "comma-separated `NAMES` of the consumers to compare")
 	fs.IntVar(&c.pool, "pool", 0, "workers of the key-pool baseline (0: the workload's sessions, at most 1,000)")
 	fs.DurationVar(&c.maxRun, "max-run", 3*time.Second, "cap on one consumer's run (after the sending, in open mode); slower consumers are measured over what they handled")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of the table")
-	fs.StringVar(&c.plots, "plots", "", "write PNG plots into this directory")
-	fs.StringVar(&c.docs, "docs", "", "regenerate the lanes bench section of this Markdown file (plots beside it, in bench/)")
-	mode := fs.String("mode", "closed", "closed (a preloaded backlog) or open (a fixed send rate)")
+	fs.StringVar(&c.plots, "plots", "", "write PNG plots into `DIR`")
+	fs.StringVar(&c.docs, "docs", "", "regenerate the lanes bench section of this Markdown `FILE` (plots beside it, in bench/)")
+	mode := fs.String("mode", "closed", "the `MODE`: closed (a preloaded backlog) or open (a fixed send rate)")
 	sessions := fs.Int("sessions", 1000, "sessions (keys)")
-	skew := fs.String("skew", "uniform", "key skew: uniform, or zipf:S with S > 1")
-	work := fs.String("work", "0,1ms", "comma-separated handler work per message; one workload each")
+	skew := fs.String("skew", "uniform", "the key `SKEW`: uniform, or zipf:S with S > 1")
+	work := fs.String("work", "0,1ms", "handler work per message, comma-separated `DURATIONS`; one workload each")
 	messages := fs.Int("messages", 0, "closed mode: messages per workload (0: sized to the work)")
 	rate := fs.Int("rate", 50000, "open mode: messages per second")
 	duration := fs.Duration("duration", 2*time.Second, "open mode: how long to send")
 	transient := fs.Float64("transient", 0, "probability that a handler attempt fails transiently")
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
-	scale := fs.String("scale", "", "member counts such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
-	stuck := fs.String("stuck", "", "PCT:DURATION (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
+	scale := fs.String("scale", "", "member `COUNTS` such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
+	stuck := fs.String("stuck", "", "`PCT:DURATION` (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
 	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, help, args, stdout); err != nil {
 		return c, err
 	}
 	var err error
 	if c.opts, err = sec.ClientOpts(c.brokers != ""); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("bench: unexpected argument %q: bench takes only flags", fs.Arg(0))
 	}
 	c.consumers = strings.Split(*consumers, ",")
 	for _, name := range c.consumers {
@@ -264,7 +273,7 @@ func (b *bench) runRounds(ctx context.Context) ([][]Result, error) {
 			if cfg.rounds > 1 {
 				where = fmt.Sprintf("round %d/%d, %s", round+1, cfg.rounds, where)
 			}
-			fmt.Fprintf(b.stderr, "%s: %s (%d messages)\n", where, w.Name, w.Messages)
+			fmt.Fprintf(b.stderr, "%s: %s (%s)\n", where, w.Name, cli.Count(w.Messages, "message"))
 			// every round's topics are its own: one deleted in a round is
 			// not created again in the next
 			rs, err := b.runWorkload(ctx, w, round*len(cfg.workloads)+i, cfg.rounds*per, done)
@@ -287,7 +296,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	cfg, err := parseBench(args, stderr)
+	cfg, err := parseBench(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,11 @@ type Paced struct {
 	Sessions, Partitions, Rate int
 	Work, Duration             time.Duration
 	Transient                  float64
+	// Progress words the live line while the phase runs, and Done the
+	// line once it ended (nil: the bench's own, which name the run and
+	// the consumer); the demo says it in its own words.
+	Progress func(handled int64, total int) string
+	Done     func(Result) string
 }
 
 // RunPaced runs p on broker, on a fresh topic named prefix-…, and returns
@@ -30,7 +35,7 @@ func RunPaced(ctx context.Context, broker *lanestest.Broker, p Paced, prefix str
 		return Result{}, err
 	}
 	b := &bench{cfg: benchConfig{consumers: []string{consLanes}, pool: 1, maxRun: 30 * time.Second},
-		broker: broker, brokers: broker.Addrs(), prefix: prefix, stderr: stderr}
+		broker: broker, brokers: broker.Addrs(), prefix: prefix, stderr: stderr, progress: p.Progress, done: p.Done}
 	rs, err := b.runWorkload(ctx, w, 0, 1, 0)
 	if err != nil {
 		return Result{}, fmt.Errorf("paced phase: %w", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -84,7 +85,7 @@ func (r *benchReport) throughputPlot() (*plot.Plot, string) {
 		return nil, ""
 	}
 	p := plot.New()
-	title := fmt.Sprintf("Throughput against handler work (%d sessions, closed mode)", ws[0].Sessions)
+	title := fmt.Sprintf("Throughput against handler work (%s, closed mode)", cli.Count(ws[0].Sessions, "session"))
 	p.Title.Text = title
 	p.X.Label.Text = "handler work per message"
 	p.Y.Label.Text = "msgs/s (steady)"

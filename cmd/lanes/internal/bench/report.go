@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
 // benchReport is what a lanes bench run found, with where and how it ran.
@@ -214,7 +216,7 @@ func (r *benchReport) print(w io.Writer) {
 	}
 	if len(r.Targets) > 0 {
 		if r.Rounds > 1 {
-			fmt.Fprintf(w, "\ntargets (each measured within its round; the median of the %d rounds)\n", r.Rounds)
+			fmt.Fprintf(w, "\ntargets (each measured within its round; the median of the %s)\n", cli.Count(r.Rounds, "round"))
 		} else {
 			fmt.Fprintf(w, "\ntargets\n")
 		}
@@ -278,9 +280,9 @@ func writeJSON(w io.Writer, v any) error {
 // runs says how many consumer runs the report is made of.
 func (r *benchReport) runs() string {
 	if r.Rounds <= 1 {
-		return fmt.Sprintf("%d runs", len(r.Results))
+		return cli.Count(len(r.Results), "run")
 	}
-	return fmt.Sprintf("%d runs (%d rounds of %d)", r.Rounds*len(r.Results), r.Rounds, len(r.Results))
+	return fmt.Sprintf("%s (%s of %d)", cli.Count(r.Rounds*len(r.Results), "run"), cli.Count(r.Rounds, "round"), len(r.Results))
 }
 
 // verdict fails the run when any consumer broke per-session order (in any
@@ -289,8 +291,8 @@ func (r *benchReport) verdict() error {
 	var errs []error
 	for _, x := range r.Results {
 		if x.Violations+x.Overlaps > 0 {
-			errs = append(errs, fmt.Errorf("%s on %s: %d order violations, %d overlapping calls",
-				x.Consumer, x.Workload, x.Violations, x.Overlaps))
+			errs = append(errs, fmt.Errorf("%s on %s: %s, %s",
+				x.Consumer, x.Workload, cli.Count(x.Violations, "order violation"), cli.Count(x.Overlaps, "overlapping call")))
 		}
 	}
 	return errors.Join(errs...)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
 // Several rounds of the suite (--rounds): each round runs every workload
@@ -148,5 +150,5 @@ func (r *benchReport) roundsNote() string {
 	if r.Rounds <= 1 {
 		return ""
 	}
-	return fmt.Sprintf("medians of %d rounds (each ratio taken within its round); peaks are the highest, viol the sum", r.Rounds)
+	return fmt.Sprintf("medians of %s (each ratio taken within its round); peaks are the highest, viol the sum", cli.Count(r.Rounds, "round"))
 }

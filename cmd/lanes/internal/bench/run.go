@@ -22,6 +22,10 @@ type bench struct {
 	where   string
 	prefix  string // of every topic it creates
 	stderr  io.Writer
+	// progress and done, when set, word a run's live line and its last
+	// line instead of the bench (RunPaced: the demo's paced phase).
+	progress func(handled int64, total int) string
+	done     func(Result) string
 }
 
 // runWorkload runs every consumer on one workload: in closed mode all read
@@ -71,8 +75,12 @@ func (b *bench) runWorkload(ctx context.Context, w workload, wi, runs, done int)
 		if err != nil {
 			return out, err
 		}
-		fmt.Fprintf(b.stderr, "%s  %-13s %9.0f msg/s steady, %9.0f wall, p99 %v%s\n", label, name, r.Steady, r.Wall,
-			r.P99.Round(10*time.Microsecond), map[bool]string{true: "", false: " (capped: not finished)"}[r.Finished])
+		if b.done != nil {
+			fmt.Fprintln(b.stderr, b.done(r))
+		} else {
+			fmt.Fprintf(b.stderr, "%s  %-13s %9.0f msg/s steady, %9.0f wall, p99 %v%s\n", label, name, r.Steady, r.Wall,
+				r.P99.Round(10*time.Microsecond), map[bool]string{true: "", false: " (capped: not finished)"}[r.Finished])
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -186,7 +194,11 @@ loop:
 			peakHeap, peakG = max(peakHeap, samples[1].Value.Uint64()), max(peakG, runtime.NumGoroutine())
 			if now.Sub(lastPrint) >= progressEvery(tty) {
 				lastPrint = now
-				cli.ProgressLine(b.stderr, tty, fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.handled(), w.Messages))
+				line := fmt.Sprintf("%s  %-13s %s: %d/%d handled", label, name, w.Name, t.handled(), w.Messages)
+				if b.progress != nil {
+					line = b.progress(t.handled(), w.Messages)
+				}
+				cli.ProgressLine(b.stderr, tty, line)
 			}
 		}
 	}

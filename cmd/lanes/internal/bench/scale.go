@@ -69,7 +69,7 @@ func (c *benchConfig) parseScale(spec string, fs *flag.FlagSet, sessions int, wo
 		w.Partitions = c.partitions
 	}
 	if counts[len(counts)-1] > w.Partitions {
-		return fmt.Errorf("--scale %s: %d members for %d partitions: a member beyond the partition count gets none", spec, counts[len(counts)-1], w.Partitions)
+		return fmt.Errorf("--scale %s: %s for %s: a member beyond the partition count gets none", spec, cli.Count(counts[len(counts)-1], "member"), cli.Count(w.Partitions, "partition"))
 	}
 	c.scale, c.workloads = &sp, []workload{w}
 	return nil
@@ -156,7 +156,7 @@ func (b *bench) scaleSweep(ctx context.Context, w workload, spec scaleSpec, adm 
 		for _, n := range spec.counts {
 			total += int(float64(n) * perMember * (spec.window + 10*time.Second).Seconds())
 		}
-		fmt.Fprintf(b.stderr, "scale: preloading %d messages of %d sessions into %d partitions\n", total, w.Sessions, w.Partitions)
+		fmt.Fprintf(b.stderr, "scale: preloading %s of %s into %s\n", cli.Count(total, "message"), cli.Count(w.Sessions, "session"), cli.Count(w.Partitions, "partition"))
 		w.Messages = total
 		snd, err := newSender(b.broker, w, w.plan())
 		if err != nil {
@@ -181,7 +181,7 @@ func (b *bench) scaleSweep(ctx context.Context, w workload, spec scaleSpec, adm 
 			}
 		}
 		if err := g.waitSettled(ctx, w.Partitions, 2*time.Minute); err != nil {
-			return nil, fmt.Errorf("%d members: %w", n, err)
+			return nil, fmt.Errorf("%s: %w", cli.Count(n, "member"), err)
 		}
 		st := ScaleStep{Members: n, Settle: time.Since(began), Bound: float64(n) * perMember}
 		var err error
@@ -191,17 +191,17 @@ func (b *bench) scaleSweep(ctx context.Context, w workload, spec scaleSpec, adm 
 			st.Rate, err = committedRate(ctx, kadm.NewClient(adm), g.group, topic, spec.window)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%d members: %w", n, err)
+			return nil, fmt.Errorf("%s: %w", cli.Count(n, "member"), err)
 		}
 		if open {
-			fmt.Fprintf(b.stderr, "%d members, %.0f msg/s offered: %.0f handled, p99 %v\n", n, st.Offered, st.OpenRate, st.P99)
+			fmt.Fprintf(b.stderr, "%s, %.0f msg/s offered: %.0f handled, p99 %v\n", cli.Count(n, "member"), st.Offered, st.OpenRate, st.P99)
 		} else {
 			st.Speedup = 1
 			if len(steps) > 0 && steps[0].Rate > 0 {
 				st.Speedup = st.Rate / steps[0].Rate
 			}
-			fmt.Fprintf(b.stderr, "%d members: settled in %v, %.0f msg/s (%.2f× one member; the pools allow %.0f)\n",
-				n, st.Settle.Round(10*time.Millisecond), st.Rate, st.Speedup, st.Bound)
+			fmt.Fprintf(b.stderr, "%s: settled in %v, %.0f msg/s (%.2f× one member; the pools allow %.0f)\n",
+				cli.Count(n, "member"), st.Settle.Round(10*time.Millisecond), st.Rate, st.Speedup, st.Bound)
 		}
 		steps = append(steps, st)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
 // memberGroup is the member processes of a --scale run and what they own.
@@ -118,7 +120,7 @@ func (g *memberGroup) waitSettled(ctx context.Context, partitions int, limit tim
 		}
 		g.mu.Unlock()
 		if exited > 0 {
-			return fmt.Errorf("%d member process(es) exited (their error is above)", exited)
+			return fmt.Errorf("%s exited (the errors are above)", cli.Count(exited, "member process"))
 		}
 		if all && sum == partitions {
 			return nil
@@ -126,7 +128,7 @@ func (g *memberGroup) waitSettled(ctx context.Context, partitions int, limit tim
 		select {
 		case <-ch:
 		case <-deadline.C:
-			return fmt.Errorf("the group did not settle within %v: members own %d of %d partitions", limit, sum, partitions)
+			return fmt.Errorf("the group did not settle within %v: members own %d of %s", limit, sum, cli.Count(partitions, "partition"))
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -26,9 +27,10 @@ type scaleReport struct {
 }
 
 func (r scaleReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench --scale: one group grown through %d counts of member processes; %d sessions, %d partitions, "+
-		"a %v call per message, at most %d calls at once per member; %s\n\n",
-		len(r.Steps), r.Sessions, r.Partitions, r.Work, r.Pool, r.Where)
+	fmt.Fprintf(w, "lanes bench --scale: one group grown through %s of member processes; %s, %s, "+
+		"a %v call per message, at most %s at once per member; %s\n\n",
+		cli.Count(len(r.Steps), "count"), cli.Count(r.Sessions, "session"), cli.Count(r.Partitions, "partition"), r.Work,
+		cli.Count(r.Pool, "call"), r.Where)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "members\tmsg/s\t× one member\tpools allow\tof that\tsettle\toffered\thandled\tp50\tp99\t")
 	for _, s := range r.Steps {
@@ -46,7 +48,8 @@ func (r scaleReport) plot(dir string) error {
 		return fmt.Errorf("plots: %w", err)
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Scaling out: %d sessions, %d partitions, %v calls, %d at once per member", r.Sessions, r.Partitions, r.Work, r.Pool)
+	p.Title.Text = fmt.Sprintf("Scaling out: %s, %s, %v calls, %d at once per member", cli.Count(r.Sessions, "session"),
+		cli.Count(r.Partitions, "partition"), r.Work, r.Pool)
 	p.X.Label.Text = "member processes"
 	p.Y.Label.Text = "messages per second"
 	got, bound := make(plotter.XYs, len(r.Steps)), make(plotter.XYs, len(r.Steps))

@@ -93,7 +93,8 @@ func stuckWorkload(base workload, given func(string) bool, spec stuckSpec) (work
 		return w, fmt.Errorf("--duration %v: must be longer than the stuck duration %v, so that the other sessions are measured around it", w.Duration, spec.dur)
 	}
 	if n := stuckCount(w.Sessions, spec.share); n >= w.Sessions {
-		return w, fmt.Errorf("--stuck %s: every one of the %d sessions would be stuck; no other session to measure", spec.text, w.Sessions)
+		all := map[bool]string{true: "the only session", false: fmt.Sprintf("every one of the %d sessions", w.Sessions)}[w.Sessions == 1]
+		return w, fmt.Errorf("--stuck %s: %s would be stuck; no other session to measure", spec.text, all)
 	}
 	return w, nil
 }
@@ -138,8 +139,8 @@ type StuckResult struct {
 func (b *bench) runStuck(ctx context.Context, w workload, spec stuckSpec, stdout io.Writer) error {
 	stuck := stuckCount(w.Sessions, spec.share)
 	rounds := max(b.cfg.rounds, 1)
-	fmt.Fprintf(b.stderr, "stuck: %d sessions, %d of them failing for the first %v; %d msg/s for %v, work %v, %d partitions, %d round(s), %s\n",
-		w.Sessions, stuck, spec.dur, w.Rate, w.Duration, w.Work, w.Partitions, rounds, b.where)
+	fmt.Fprintf(b.stderr, "stuck: %s, %d of them failing for the first %v; %d msg/s for %v, work %v, %s, %s, %s\n",
+		cli.Count(w.Sessions, "session"), stuck, spec.dur, w.Rate, w.Duration, w.Work, cli.Count(w.Partitions, "partition"), cli.Count(rounds, "round"), b.where)
 	var all [][]StuckResult
 	for round := range rounds {
 		var rs []StuckResult
@@ -248,8 +249,8 @@ func (b *bench) stuckRun(ctx context.Context, w workload, spec stuckSpec, m stuc
 		return StuckResult{}, fmt.Errorf("%s: %w", m.name, runErr)
 	}
 	if n := s.l.Accounted(); n < w.Messages {
-		fmt.Fprintf(b.stderr, "  %s: capped after %v: %d of %d messages accounted for\n", m.name,
-			time.Since(time.Unix(0, s.began.Load())).Round(time.Second), n, w.Messages)
+		fmt.Fprintf(b.stderr, "  %s: capped after %v: %d of %s accounted for\n", m.name,
+			time.Since(time.Unix(0, s.began.Load())).Round(time.Second), n, cli.Count(w.Messages, "message"))
 	}
 	return s.result(m.name, watch, b.stderr), nil
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 )
 
@@ -93,8 +94,8 @@ const (
 )
 
 func (r stuckReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench --stuck %s: %d sessions, %d stuck for %v; %d msg/s for %v, work %v, %d partitions, %s\n",
-		r.Spec, r.Sessions, r.Stuck, r.StuckFor, r.Rate, r.Duration, r.Work, r.Partitions, r.Where)
+	fmt.Fprintf(w, "lanes bench --stuck %s: %s, %d stuck for %v; %d msg/s for %v, work %v, %s, %s\n",
+		r.Spec, cli.Count(r.Sessions, "session"), r.Stuck, r.StuckFor, r.Rate, r.Duration, r.Work, cli.Count(r.Partitions, "partition"), r.Where)
 	if r.Rounds > 1 {
 		fmt.Fprintf(w, "medians of %d rounds (each ratio taken within its round); peaks are the highest, counts the sums\n", r.Rounds)
 	}
@@ -157,8 +158,8 @@ func (r stuckReport) verdict() error {
 	var errs []error
 	for _, x := range r.Results {
 		if x.Violations+x.Overlaps+x.Lost > 0 {
-			errs = append(errs, fmt.Errorf("bench --stuck, %s: %d order violations, %d overlapping calls, %d lost",
-				x.Mode, x.Violations, x.Overlaps, x.Lost))
+			errs = append(errs, fmt.Errorf("bench --stuck, %s: %s, %s, %d lost",
+				x.Mode, cli.Count(x.Violations, "order violation"), cli.Count(x.Overlaps, "overlapping call"), x.Lost))
 		}
 	}
 	return errors.Join(errs...)

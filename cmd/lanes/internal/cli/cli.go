@@ -1,6 +1,7 @@
-// Package cli holds what the lanes commands share: the TLS and SASL flags
-// that connect them to a real cluster, and small terminal and environment
-// helpers.
+// Package cli holds what the lanes commands share: their help format and
+// flag parsing (Help, Parse), counts in words (Count), the TLS and SASL
+// flags that connect them to a real cluster, and small terminal and
+// environment helpers.
 package cli
 
 import (

@@ -41,14 +41,14 @@ var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHB
 // variables so that they need not appear in the process list.
 func (s *Security) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.tls, "tls", false, "connect with TLS (implied by any other --tls-* flag); the system's CAs unless --tls-ca")
-	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM file of the CA(s) to trust instead of the system's")
-	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM file of the client certificate (mutual TLS; with --tls-key)")
-	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM file of the client certificate's private key (with --tls-cert)")
-	fs.StringVar(&s.tlsServerName, "tls-server-name", "", "name to verify the brokers' certificates against (default: the host dialed)")
-	fs.StringVar(&s.mechanism, "sasl-mechanism", "", "SASL mechanism: "+strings.Join(saslMechanisms, ", "))
-	fs.StringVar(&s.user, "sasl-user", "", "SASL user (PLAIN, SCRAM); default $LANES_SASL_USER")
-	fs.StringVar(&s.password, "sasl-password", "", "SASL password (PLAIN, SCRAM); default $LANES_SASL_PASSWORD")
-	fs.StringVar(&s.token, "sasl-token", "", "OAUTHBEARER token; default $LANES_SASL_TOKEN")
+	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM `FILE` of the CA(s) to trust instead of the system's")
+	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM `FILE` of the client certificate (mutual TLS; with --tls-key)")
+	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM `FILE` of the client certificate's private key (with --tls-cert)")
+	fs.StringVar(&s.tlsServerName, "tls-server-name", "", "the `NAME` to verify the brokers' certificates against (default: the host dialed)")
+	fs.StringVar(&s.mechanism, "sasl-mechanism", "", "SASL `MECHANISM`: "+strings.Join(saslMechanisms, ", "))
+	fs.StringVar(&s.user, "sasl-user", "", "SASL `USER` (PLAIN, SCRAM); default $LANES_SASL_USER")
+	fs.StringVar(&s.password, "sasl-password", "", "SASL `PASSWORD` (PLAIN, SCRAM); default $LANES_SASL_PASSWORD")
+	fs.StringVar(&s.token, "sasl-token", "", "OAUTHBEARER `TOKEN`; default $LANES_SASL_TOKEN")
 }
 
 // used reports whether any security setting was given.

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -38,11 +37,22 @@ type demoConfig struct {
 	opts        []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
 }
 
-func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
+// help is "lanes demo -h".
+var help = cli.Help{
+	Name: "demo",
+	Args: "[flags]",
+	About: "Runs a chat service end to end: a producer sends conversations over many sessions while a lanes " +
+		"consumer with injected faults (transient, retried; permanent, dead-lettered) handles them, and every " +
+		"message of every session is checked for order and loss. Then, for comparison, one goroutine per " +
+		"partition handles the same topic, and a paced phase sends below capacity to measure latency. It runs " +
+		"on an embedded broker unless --brokers names a real cluster, where it creates and deletes topics of its own.",
+	Docs: "demo.md",
+}
+
+func parseDemo(args []string, stdout io.Writer) (demoConfig, error) {
 	var c demoConfig
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster (default: an embedded broker)")
+	fs := help.FlagSet()
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated brokers of a real cluster, `host:port`,... (default: an embedded broker)")
 	fs.IntVar(&c.sessions, "sessions", 1000, "chat sessions")
 	fs.IntVar(&c.messages, "messages", 50000, "messages in total, spread over the sessions")
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the demo topic")
@@ -54,17 +64,14 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.DurationVar(&c.paced, "paced", 3*time.Second, "afterwards, send at --paced-rate for this long and report the latency at that pace (0: skip)")
 	fs.IntVar(&c.pacedRate, "paced-rate", 5000, "messages per second of the paced phase (well below capacity)")
 	fs.BoolVar(&c.trace, "trace", false, "record OpenTelemetry spans and print a few complete traces at the end")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address while the demo runs (e.g. :9464)")
-	fs.StringVar(&c.dedup, "dedup", "", "apply each message's effect once with a dedup store (memory, redis or postgres), across a crash and restart of the consumer")
-	fs.StringVar(&c.redisAddr, "redis-addr", cli.EnvOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis")
-	fs.StringVar(&c.postgresDSN, "postgres-dsn", cli.EnvOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at `host:port` while the demo runs (e.g. :9464)")
+	fs.StringVar(&c.dedup, "dedup", "", "apply each message's effect once with a dedup `STORE` (memory, redis or postgres), across a crash and restart of the consumer")
+	fs.StringVar(&c.redisAddr, "redis-addr", cli.EnvOr("LANES_REDIS_ADDR", "127.0.0.1:6379"), "Redis for --dedup redis, at `host:port` ($LANES_REDIS_ADDR when set)")
+	fs.StringVar(&c.postgresDSN, "postgres-dsn", cli.EnvOr("LANES_POSTGRES_DSN", "postgres://127.0.0.1:5432/postgres"), "PostgreSQL for --dedup postgres, a `DSN` ($LANES_POSTGRES_DSN when set)")
 	var sec cli.Security
 	sec.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, help, args, stdout); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("demo: unexpected argument %q: demo takes only flags", fs.Arg(0))
 	}
 	var err error
 	if c.opts, err = sec.ClientOpts(c.brokers != ""); err != nil {
@@ -101,7 +108,7 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 // across many sessions while a lanes consumer with injected faults handles
 // them; every message of every session is checked for order and loss.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseDemo(args, stderr)
+	cfg, err := parseDemo(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -112,8 +119,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	brokers := broker.Addrs()
 	dlq := topic + "-dlq"
-	fmt.Fprintf(stdout, "lanes demo: %d sessions, %d messages, %d partitions, %s\n",
-		cfg.sessions, cfg.messages, cfg.partitions, where)
+	fmt.Fprintf(stdout, "lanes demo: %s, %s, %s, %s\n",
+		cli.Count(cfg.sessions, "session"), cli.Count(cfg.messages, "message"), cli.Count(cfg.partitions, "partition"), where)
 	fmt.Fprintf(stdout, "faults: %.1f%% transient per attempt, %.2f%% permanent per message; handler work %v\n\n",
 		cfg.transient*100, cfg.permanent*100, cfg.work)
 

@@ -102,25 +102,25 @@ func (r demoReport) print(w io.Writer) {
 	secs := r.elapsed.Seconds()
 	fmt.Fprintf(w, "report\n")
 	rate := float64(r.processed+r.deadLetters) / secs
-	fmt.Fprintf(w, "  throughput        %.0f msg/s (%d messages in %.2f s)\n", rate, r.processed+r.deadLetters, secs)
+	fmt.Fprintf(w, "  throughput        %.0f msg/s (%s in %.2f s)\n", rate, cli.Count(r.processed+r.deadLetters, "message"), secs)
 	if r.baseline > 0 {
 		fmt.Fprintf(w, "  baseline          %.0f msg/s with one goroutine per partition, same work: lanes is %.1fx\n", r.baseline, rate/r.baseline)
 	}
-	fmt.Fprintf(w, "  latency, burst    p50 %v  p99 %v: all %d messages sent at once, so this is mostly time waiting in the backlog (send to handled)\n",
-		r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.messages)
+	fmt.Fprintf(w, "  latency, burst    p50 %v  p99 %v: all %s sent at once, so this is mostly time waiting in the backlog (send to handled)\n",
+		r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), cli.Count(r.messages, "message"))
 	if p := r.paced; p != nil && p.Handled > 0 {
-		fmt.Fprintf(w, "  latency, paced    p50 %s  p99 %s  p99.9 %s  max %s: %d messages at %d msg/s, well below capacity (intended send to handled, retries included)\n",
-			bench.FormatDuration(p.P50), bench.FormatDuration(p.P99), bench.FormatDuration(p.P999), bench.FormatDuration(p.Max), p.Handled, r.pacedRate)
+		fmt.Fprintf(w, "  latency, paced    p50 %s  p99 %s  p99.9 %s  max %s: %s at %d msg/s, well below capacity (intended send to handled, retries included)\n",
+			bench.FormatDuration(p.P50), bench.FormatDuration(p.P99), bench.FormatDuration(p.P999), bench.FormatDuration(p.Max), cli.Count(p.Handled, "message"), r.pacedRate)
 	}
 	fmt.Fprintf(w, "  order violations  %d (every message of every session checked, overlapping calls included)\n", r.violations)
 	fmt.Fprintf(w, "  lost              %d (acknowledged but neither handled nor dead-lettered)\n", r.lost)
-	fmt.Fprintf(w, "  dead-lettered     %d (%d records in the DLQ topic)\n", r.deadLetters, r.inDLQ)
+	fmt.Fprintf(w, "  dead-lettered     %d (%s in the DLQ topic)\n", r.deadLetters, cli.Count(r.inDLQ, "record"))
 	fmt.Fprintf(w, "  retries           %d\n", r.retries)
 	if d := r.dedup; d != nil {
 		fmt.Fprintf(w, "  crash             consumer stopped at %d done; offsets back to those committed at %d done; a new consumer took over\n",
 			d.crashedAt, d.rewoundTo)
-		fmt.Fprintf(w, "  duplicates        %d deliveries (%d skipped by the %s store), duplicate effects %d\n",
-			r.duplicates, d.skipped, d.store, d.effects)
+		fmt.Fprintf(w, "  duplicates        %s (%d skipped by the %s store), duplicate effects %d\n",
+			cli.Count(r.duplicates, "delivery"), d.skipped, d.store, d.effects)
 	} else {
 		fmt.Fprintf(w, "  duplicates        %d\n", r.duplicates)
 	}
@@ -137,19 +137,19 @@ func (r demoReport) print(w io.Writer) {
 func (r demoReport) verdict() error {
 	var errs []error
 	if !r.finished {
-		errs = append(errs, fmt.Errorf("did not finish: %d of %d messages done", r.processed+r.deadLetters, r.messages))
+		errs = append(errs, fmt.Errorf("did not finish: %d of %s done", r.processed+r.deadLetters, cli.Count(r.messages, "message")))
 	}
 	if r.violations > 0 {
-		errs = append(errs, fmt.Errorf("%d order violations", r.violations))
+		errs = append(errs, errors.New(cli.Count(r.violations, "order violation")))
 	}
 	if r.dedup != nil && r.dedup.effects > 0 {
-		errs = append(errs, fmt.Errorf("%d duplicate effects with --dedup %s", r.dedup.effects, r.dedup.store))
+		errs = append(errs, fmt.Errorf("%s with --dedup %s", cli.Count(r.dedup.effects, "duplicate effect"), r.dedup.store))
 	}
 	if r.lost > 0 {
-		errs = append(errs, fmt.Errorf("%d messages lost", r.lost))
+		errs = append(errs, fmt.Errorf("%s lost", cli.Count(r.lost, "message")))
 	}
 	if p := r.paced; p != nil && (!p.Finished || p.Violations+p.Overlaps > 0) {
-		errs = append(errs, fmt.Errorf("paced phase: %d of %d handled, %d order violations", p.Handled, p.Messages, p.Violations+p.Overlaps))
+		errs = append(errs, fmt.Errorf("paced phase: %d of %s handled, %s", p.Handled, cli.Count(p.Messages, "message"), cli.Count(p.Violations+p.Overlaps, "order violation")))
 	}
 	if r.inDLQ < r.deadLetters {
 		errs = append(errs, fmt.Errorf("%d dead-lettered but only %d in the DLQ topic", r.deadLetters, r.inDLQ))

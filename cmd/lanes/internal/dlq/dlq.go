@@ -14,20 +14,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-const dlqUsage = `Usage:
-  lanes dlq inspect --brokers host:port --topic DLQ [--limit N] [--values] [--timeout D]
-  lanes dlq replay  --brokers host:port --topic DLQ [--to TOPIC] [--reason R] [--dry-run] [--timeout D]
-
-inspect lists the dead-lettered records: where each sits in the dead-letter
-topic (PARTITION/OFFSET, the first field of each line), when it was
-dead-lettered, where it came from and why.
-replay sends them back to their source topic (or --to), same key, value and
-headers (so the same event ID) minus the lanes-dlq-* headers; with --reason
-only records dead-lettered for that reason. The DLQ is read up to its end at
-the start, so replaying never loops.
-
-Run "lanes dlq inspect -h" or "lanes dlq replay -h" for a command's flags.
-`
+// help is "lanes dlq -h"; inspectHelp and replayHelp are its commands'.
+var (
+	help = cli.Help{
+		Name: "dlq",
+		Args: "<command> [flags]",
+		About: "Lists or re-sends the records a lanes consumer dead-lettered: the copies in its dead-letter " +
+			"topic, with lanes-dlq-* headers saying where each came from and why. The topic is read from its " +
+			"start to the end it has when the command starts.",
+		Commands: []cli.Command{
+			{Name: "inspect", About: "list the dead-lettered records and count them by reason"},
+			{Name: "replay", About: "send them back to their source topic (or another)"},
+		},
+		Docs: "demo.md",
+	}
+	inspectHelp = cli.Help{
+		Name: "dlq inspect",
+		Args: "--brokers host:port --topic DLQ [flags]",
+		About: "Lists the dead-lettered records of the dead-letter topic DLQ: where each sits in it " +
+			"(PARTITION/OFFSET, the first field of each line), when it was dead-lettered, where it came from " +
+			"and why, then the count of records per reason. It only reads.",
+		Docs: "demo.md",
+	}
+	replayHelp = cli.Help{
+		Name: "dlq replay",
+		Args: "--brokers host:port --topic DLQ [flags]",
+		About: "Sends the records of the dead-letter topic DLQ back to their source topic (or --to), with the " +
+			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers; with --reason " +
+			"only the records dead-lettered for that reason. The topic is read up to the end it has at the " +
+			"start, so replaying never loops. --dry-run checks the targets and sends nothing.",
+		Docs: "demo.md",
+	}
+)
 
 // DefaultTimeout bounds a dlq command's talk with the brokers (--timeout).
 const DefaultTimeout = time.Minute
@@ -52,8 +70,8 @@ type dlqFlags struct {
 }
 
 func (f *dlqFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka brokers, host:port (required)")
-	fs.StringVar(&f.topic, "topic", "", "the dead-letter topic (required)")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka brokers, `host:port`,... (required)")
+	fs.StringVar(&f.topic, "topic", "", "the dead-letter topic, `DLQ` (required)")
 	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "give up when the brokers have not answered within this long")
 	f.sec.Register(fs)
 }
@@ -75,45 +93,23 @@ func (f *dlqFlags) validate() ([]kgo.Opt, error) {
 	return append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...)}, opts...), nil
 }
 
-// newFlagSet returns the flag set of "dlq <cmd>" with its usage line.
-func newDLQFlagSet(cmd, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("dlq "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  lanes dlq %s %s\n\nFlags:\n", cmd, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseDLQ parses args into fs and rejects arguments that are no flags.
-func parseDLQ(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: %s takes only flags", fs.Arg(0), fs.Name())
-	}
-	return nil
-}
-
 // Run is "lanes dlq": it inspects or replays a dead-letter topic.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, dlqUsage)
+		help.Print(stderr, nil)
 		return errors.New("dlq: want a command: inspect or replay")
 	}
 	var err error
 	switch args[0] {
 	case "inspect":
-		err = runInspect(ctx, args[1:], stdout, stderr)
+		err = runInspect(ctx, args[1:], stdout)
 	case "replay":
-		err = runReplay(ctx, args[1:], stdout, stderr)
+		err = runReplay(ctx, args[1:], stdout)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, dlqUsage)
+		help.Print(stdout, nil)
 		return nil
 	default:
-		fmt.Fprint(stderr, dlqUsage)
+		help.Print(stderr, nil)
 		return fmt.Errorf("dlq: unknown command %q: want inspect or replay", args[0])
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
@@ -122,13 +118,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newDLQFlagSet("inspect", "--brokers host:port --topic DLQ [flags]", stderr)
+func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := inspectHelp.FlagSet()
 	var f dlqFlags
 	f.register(fs)
-	limit := fs.Int("limit", 0, "print at most this many records (0: all); the counts at the end cover all")
+	limit := fs.Int("limit", 0, "print at most N records (0: all); the counts at the end cover all")
 	values := fs.Bool("values", false, "print each record's value too (quoted)")
-	if err := parseDLQ(fs, args); err != nil {
+	if err := cli.Parse(fs, inspectHelp, args, stdout); err != nil {
 		return err
 	}
 	opts, err := f.validate()
@@ -146,14 +142,14 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newDLQFlagSet("replay", "--brokers host:port --topic DLQ [flags]", stderr)
+func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := replayHelp.FlagSet()
 	var f dlqFlags
 	f.register(fs)
-	to := fs.String("to", "", "send to this topic instead of each record's source topic")
-	reason := fs.String("reason", "", "only records with this lanes-dlq-reason: "+reasonList())
+	to := fs.String("to", "", "send to `TOPIC` instead of each record's source topic")
+	reason := fs.String("reason", "", "only the records whose lanes-dlq-reason is `REASON`: "+reasonList())
 	dry := fs.Bool("dry-run", false, "check the target topics exist and print what would be sent; send nothing")
-	if err := parseDLQ(fs, args); err != nil {
+	if err := cli.Parse(fs, replayHelp, args, stdout); err != nil {
 		return err
 	}
 	opts, err := f.validate()

@@ -203,8 +203,8 @@ func TestBadFlags(t *testing.T) {
 		{b("inspect", "--timeout", "0s"), "--timeout 0s"},
 		{b("inspect", "extra"), `unexpected argument "extra"`},
 		{b("replay", "extra"), `unexpected argument "extra"`},
-		{b("inspect", "--reason", "permanent"), "flag provided but not defined: -reason"},
-		{b("replay", "--limit", "3"), "flag provided but not defined: -limit"},
+		{b("inspect", "--reason", "permanent"), "flag provided but not defined: --reason"},
+		{b("replay", "--limit", "3"), "flag provided but not defined: --limit"},
 		{b("replay", "--reason", "permament"), `--reason "permament": want one of permanent, decode, retries-exhausted, timeout, stalled, park-exhausted, park-lost`},
 		{b("replay", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{b("inspect", "--tls-cert", "c.pem"), "--tls-key: missing"},
@@ -257,7 +257,7 @@ func TestReplayEveryReason(t *testing.T) {
 		var out bytes.Buffer
 		err := Run(ctx, []string{"replay", "--dry-run", "--brokers", strings.Join(c.ListenAddrs(), ","), "--topic", "chat-dlq",
 			"--reason", string(r)}, &out, &out)
-		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("key=\"chat-%d\"", i)) || !strings.Contains(out.String(), "1 records would be replayed") {
+		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("key=\"chat-%d\"", i)) || !strings.Contains(out.String(), "1 record would be replayed") {
 			t.Errorf("replay --reason %s: %v\n%s", r, err, out.String())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,7 +39,7 @@ func inspect(w io.Writer, topic string, recs []*kgo.Record, limit int, values bo
 		reasons = append(reasons, k)
 	}
 	sort.Strings(reasons)
-	fmt.Fprintf(w, "%d records", len(recs))
+	fmt.Fprint(w, cli.Count(len(recs), "record"))
 	if limit > 0 && len(recs) > limit {
 		fmt.Fprintf(w, " (%d shown, --limit %d)", limit, limit)
 	}

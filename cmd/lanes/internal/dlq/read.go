@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -81,7 +82,7 @@ func readDLQ(ctx context.Context, f dlqFlags, opts []kgo.Opt) ([]*kgo.Record, er
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, awaitErr(f, fmt.Sprintf("reading %s (%d records read, %d partitions not read to their end)", f.topic, len(out), len(want)), err)
+			return nil, awaitErr(f, fmt.Sprintf("reading %s (%s read; %s not yet read to the end)", f.topic, cli.Count(len(out), "record"), cli.Count(len(want), "partition")), err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if end, ok := want[r.Partition]; ok && r.Offset < end {

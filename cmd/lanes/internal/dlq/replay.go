@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -76,12 +77,12 @@ func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs [
 		for _, r := range out {
 			fmt.Fprintf(w, "would send key=%q to %s (event %s)\n", r.Key, r.Topic, eventid.FromRecord(r))
 		}
-		fmt.Fprintf(w, "%d records would be replayed\n", len(out))
+		fmt.Fprintf(w, "%s would be replayed\n", cli.Count(len(out), "record"))
 		return nil
 	}
 	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
-		return awaitErr(f, fmt.Sprintf("sending %d records", len(out)), err)
+		return awaitErr(f, "sending "+cli.Count(len(out), "record"), err)
 	}
-	fmt.Fprintf(w, "%d records replayed\n", len(out))
+	fmt.Fprintf(w, "%s replayed\n", cli.Count(len(out), "record"))
 	return nil
 }

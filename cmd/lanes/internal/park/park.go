@@ -18,28 +18,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Usage is "lanes park -h".
-const Usage = `Usage:
-  lanes park inspect --brokers host:port --group GROUP [--topic TOPIC] [--suffix .park] [--all] [--timeout 1m]
-  lanes park release --brokers host:port --group GROUP --topic TOPIC --session SESSION [--suffix .park] [--timeout 1m]
-
-inspect lists the sessions parked for GROUP on TOPIC (in its park topic,
-TOPIC plus --suffix), or on every topic GROUP has commits for when --topic
-is left out, as GROUP's members would rebuild them: each park partition
-from the group's committed park position to its end, the group's own
-entries only. One line per session: partition, session, held or waiting,
-the number of parked records, their source offsets (the first ten, then
-how many more; --all for every one), since when, and its head's failed
-retries; for a held session, the source offset that was dead-lettered and
-the command that releases it. It only reads.
-
-release lets a session held after its park retry budget was spent
-(ParkHold) be retried again: it writes a release marker to the session's
-park partition; the member that owns the partition picks it up within a
-few seconds (at most 5) and retries the session's parked head at once.
-Release it once its dependency is back: a retry that spends the budget
-again holds it again.
-`
+// help is "lanes park -h"; inspectHelp and releaseHelp are its commands'.
+var (
+	help = cli.Help{
+		Name: "park",
+		Args: "<command> [flags]",
+		About: "Lists the sessions a consumer group has parked, or releases a held one. A lanes consumer with " +
+			"parking on moves a session that keeps failing aside, to the park topic of its partition's topic " +
+			"(the topic's name plus a suffix, .park by default), and retries it there while the partition " +
+			"keeps flowing; a session whose park retries ran out is held until released.",
+		Commands: []cli.Command{
+			{Name: "inspect", About: "list the sessions a group has parked"},
+			{Name: "release", About: "let a held session be retried again"},
+		},
+		Docs: "parking.md",
+	}
+	inspectHelp = cli.Help{
+		Name: "park inspect",
+		Args: "--brokers host:port --group GROUP [--topic TOPIC] [flags]",
+		About: "Lists the sessions parked for GROUP on TOPIC (in its park topic, TOPIC plus --suffix), or on " +
+			"every topic GROUP has commits for when --topic is left out, as GROUP's members would rebuild them: " +
+			"each park partition from the group's committed park position to its end, the group's own entries " +
+			"only. One line per session: partition, session, held or waiting, the number of parked records, " +
+			"their source offsets (the first ten, then how many more; --all for every one), since when, and its " +
+			"head's failed retries; for a held session, the source offset that was dead-lettered and the command " +
+			"that releases it. It only reads.",
+		Docs: "parking.md#inspecting",
+	}
+	releaseHelp = cli.Help{
+		Name: "park release",
+		Args: "--brokers host:port --group GROUP --topic TOPIC --session SESSION [flags]",
+		About: "Lets a session held after its park retry budget was spent (ParkHold) be retried again: it " +
+			"writes a release marker to the session's park partition; the member that owns the partition picks " +
+			"it up within a few seconds (at most 5) and retries the session's parked head at once. Release it " +
+			"once its dependency is back: a retry that spends the budget again holds it again.",
+		Docs: "parking.md#releasing-a-held-session",
+	}
+)
 
 // shown is how many parked offsets a line lists without --all.
 const shown = 10
@@ -49,46 +64,56 @@ const shown = 10
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help"):
-		fmt.Fprint(stdout, Usage)
+		help.Print(stdout, nil)
 		return nil
-	case len(args) == 0 || (args[0] != "inspect" && args[0] != "release"):
-		fmt.Fprint(stderr, Usage)
+	case len(args) == 0:
+		help.Print(stderr, nil)
 		return errors.New("park: want a command: inspect or release")
+	case args[0] != "inspect" && args[0] != "release":
+		help.Print(stderr, nil)
+		return fmt.Errorf("park: unknown command %q: want inspect or release", args[0])
 	}
-	cmd := args[0]
-	fs := flag.NewFlagSet("park "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	brokers := fs.String("brokers", "", "comma-separated brokers (required)")
-	group := fs.String("group", "", "the consumer group (required): its commits say where each park partition starts")
-	topic := fs.String("topic", "", "the consumed (source) topic (inspect: every topic the group has commits for when empty)")
-	suffix := fs.String("suffix", consumer.DefaultParkTopicSuffix, "the park topic suffix (Config.Park.TopicSuffix)")
+	cmd, h := args[0], inspectHelp
+	if cmd == "release" {
+		h = releaseHelp
+	}
+	fs := h.FlagSet()
+	brokers := fs.String("brokers", "", "comma-separated Kafka brokers, `host:port`,... (required)")
+	group := fs.String("group", "", "the consumer `GROUP` (required): its commits say where each park partition starts")
+	suffix := fs.String("suffix", consumer.DefaultParkTopicSuffix, "the park topic `SUFFIX` (Config.Park.TopicSuffix)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	session := fs.String("session", "", "release: the held session (required)")
-	all := fs.Bool("all", false, "inspect: list every parked offset of each session")
+	var topic, session *string
+	var all *bool
+	if cmd == "inspect" {
+		topic = fs.String("topic", "", "the consumed (source) `TOPIC`; every topic the group has commits for when left out")
+		all = fs.Bool("all", false, "list every parked offset of each session (without it, the first ten)")
+	} else {
+		topic = fs.String("topic", "", "the consumed (source) `TOPIC` (required)")
+		session = fs.String("session", "", "the held `SESSION` (required)")
+	}
 	var sec cli.Security
 	sec.Register(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	if err := cli.Parse(fs, h, args[1:], stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("park %s: %w", cmd, err)
 	}
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("park %s: unexpected argument %q: it takes only flags", cmd, fs.Arg(0))
 	case *brokers == "":
-		return fmt.Errorf("park %s: --brokers is required", cmd)
+		return fmt.Errorf("park %s: --brokers is required: the Kafka brokers, host:port[,host:port]", cmd)
 	case *group == "":
-		return fmt.Errorf("park %s: --group is required", cmd)
+		return fmt.Errorf("park %s: --group is required: the consumer group that parked the sessions", cmd)
 	case cmd == "release" && *topic == "":
-		return errors.New("park release: --topic is required")
+		return errors.New("park release: --topic is required: the consumed topic of the held session")
 	case cmd == "release" && *session == "":
-		return errors.New("park release: --session is required")
-	case cmd == "inspect" && *session != "":
-		return errors.New("park inspect: --session is for release; inspect lists every parked session")
+		return errors.New("park release: --session is required: the held session")
 	case *timeout <= 0:
-		return fmt.Errorf("park %s: --timeout %v: want a positive duration", cmd, *timeout)
+		return fmt.Errorf("park %s: --timeout %v: want a positive duration such as 30s", cmd, *timeout)
 	}
 	opts, err := sec.ClientOpts(true)
 	if err != nil {
-		return fmt.Errorf("park: %w", err)
+		return fmt.Errorf("park %s: %w", cmd, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -114,8 +139,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		sessions += len(parked)
 	}
-	fmt.Fprintf(stdout, "%s parked, %s (group %s, %s %s)\n", count(sessions, "session"), count(records, "record"), *group,
-		plural(len(topics), "topic"), strings.Join(topics, ", "))
+	fmt.Fprintf(stdout, "%s parked, %s (group %s, %s %s)\n", cli.Count(sessions, "session"), cli.Count(records, "record"), *group,
+		cli.Plural(len(topics), "topic"), strings.Join(topics, ", "))
 	return nil
 }
 
@@ -136,7 +161,7 @@ func line(p consumer.ParkedSession, group string, all bool) string {
 		since = p.Since.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("%s/%d\tsession %q\t%s\t%s\toffsets %v%s\tsince %s\t%s failed",
-		p.Topic, p.Partition, p.Session, state, count(len(p.Offsets), "record"), offs, more, since, count(p.Retries, "retry"))
+		p.Topic, p.Partition, p.Session, state, cli.Count(len(p.Offsets), "record"), offs, more, since, cli.Count(p.Retries, "retry"))
 }
 
 // release writes the release marker of a held session.
@@ -147,7 +172,7 @@ func release(ctx context.Context, stdout io.Writer, brokers []string, group, top
 	}
 	for _, p := range held {
 		fmt.Fprintf(stdout, "released session %q on %s/%d (%s parked; source offset %d was dead-lettered): its owner retries it within 5 s\n",
-			p.Session, p.Topic, p.Partition, count(len(p.Offsets), "record"), p.HeldThrough)
+			p.Session, p.Topic, p.Partition, cli.Count(len(p.Offsets), "record"), p.HeldThrough)
 	}
 	return nil
 }
@@ -174,18 +199,4 @@ func groupTopics(ctx context.Context, brokers []string, group string, opts []kgo
 	}
 	slices.Sort(topics)
 	return topics, nil
-}
-
-// count is n and noun, in the plural unless n is 1: "1 record", "2 records".
-func count(n int, noun string) string { return fmt.Sprintf("%d %s", n, plural(n, noun)) }
-
-// plural is noun for n of it: "retry" becomes "retries".
-func plural(n int, noun string) string {
-	switch {
-	case n == 1:
-		return noun
-	case strings.HasSuffix(noun, "y"):
-		return strings.TrimSuffix(noun, "y") + "ies"
-	}
-	return noun + "s"
 }

@@ -21,10 +21,10 @@ func TestBadArgs(t *testing.T) {
 	}{
 		{[]string{"-h"}, ""},
 		{nil, "want a command: inspect or release"},
-		{[]string{"list"}, "want a command: inspect or release"},
+		{[]string{"list"}, `unknown command "list": want inspect or release`},
 		{[]string{"inspect", "--group", "g", "--topic", "t"}, "--brokers is required"},
 		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--topic", "t"}, "--group is required"},
-		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g", "--session", "s"}, "--session is for release"},
+		{[]string{"inspect", "--brokers", "127.0.0.1:1", "--group", "g", "--session", "s"}, "flag provided but not defined: --session"},
 		{[]string{"release", "--brokers", "127.0.0.1:1", "--group", "g", "--session", "s"}, "--topic is required"},
 		{[]string{"release", "--brokers", "127.0.0.1:1", "--group", "g", "--topic", "t"}, "--session is required"},
 		{[]string{"release", "--group", "g", "--topic", "t", "--session", "s"}, "--brokers is required"},
@@ -36,7 +36,7 @@ func TestBadArgs(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v", tc.args, err)
-		case tc.want == "" && !strings.Contains(out.String(), "lanes park inspect"):
+		case tc.want == "" && !strings.Contains(out.String(), "Usage: lanes park <command>"):
 			t.Errorf("%q: usage not printed: %q", tc.args, out.String())
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: error %v, want one containing %q", tc.args, err, tc.want)

@@ -15,29 +15,42 @@ import (
 	"github.com/lanesdev/lanes/consumer"
 )
 
-// Usage is "lanes topics -h".
-const Usage = `Usage:
-  lanes topics create --brokers host:port --group GROUP --topic TOPIC [--topic TOPIC2 ...] [--dlq DLQ]
-                      [--park] [--park-suffix .park] [--partitions N] [--dlq-partitions N]
-                      [--replication-factor N] [--dry-run] [--timeout 1m]
-  lanes topics check  --brokers host:port --group GROUP --topic TOPIC [--topic TOPIC2 ...] [--dlq DLQ]
-                      [--park] [--park-suffix .park] [--dlq-partitions N] [--timeout 1m]
-
-create makes the topics a consumer with these settings needs, and checks
-those that exist: the dead-letter topic (--dlq; by default with as many
-partitions as the largest consumed topic) and, with --park, the park topic
-of each consumed topic (TOPIC plus --park-suffix) with that topic's
-partition count; both with cleanup.policy=delete. A consumed topic must
-exist: it is created only with --partitions N. Running create again
-changes nothing that is right. check does the same checks and creates
-nothing.
-
-One line per topic: ok, created, would create (--dry-run), missing, or
-wrong with what is wrong and how to fix it. The command fails when a topic
-is missing or wrong.
-
-Run "lanes topics create -h" or "lanes topics check -h" for the flags.
-`
+// help is "lanes topics -h"; createHelp and checkHelp are its commands'.
+var (
+	help = cli.Help{
+		Name: "topics",
+		Args: "<command> [flags]",
+		About: "Creates, or checks, the topics a lanes consumer with the given settings needs besides those it " +
+			"consumes: its dead-letter topic and, with --park, the park topic of each consumed topic. One line " +
+			"per topic: ok, created, would create (--dry-run), missing, or wrong with what is wrong and how to " +
+			"fix it. The command fails when a topic is missing or wrong.",
+		Commands: []cli.Command{
+			{Name: "create", About: "create the topics that are missing and check those that exist"},
+			{Name: "check", About: "check the topics and create nothing"},
+		},
+		Docs: "parking.md#creating-the-topics",
+	}
+	createHelp = cli.Help{
+		Name: "topics create",
+		Args: "--brokers host:port --group GROUP --topic TOPIC [flags]",
+		About: "Makes the topics a consumer with these settings needs, and checks those that exist: the " +
+			"dead-letter topic (--dlq; by default with as many partitions as the largest consumed topic) and, " +
+			"with --park, the park topic of each consumed topic (TOPIC plus --park-suffix) with that topic's " +
+			"partition count; both with cleanup.policy=delete. A consumed topic must exist: it is created only " +
+			"with --partitions N. Running create again changes nothing that is right. One line per topic; the " +
+			"command fails when a topic is missing or wrong.",
+		Docs: "parking.md#creating-the-topics",
+	}
+	checkHelp = cli.Help{
+		Name: "topics check",
+		Args: "--brokers host:port --group GROUP --topic TOPIC [flags]",
+		About: "Checks the topics a consumer with these settings needs, as create does, and creates nothing: " +
+			"each consumed topic, the dead-letter topic (--dlq) and, with --park, the park topic of each " +
+			"consumed topic (TOPIC plus --park-suffix). One line per topic: ok, missing, or wrong with what is " +
+			"wrong and how to fix it; the command fails when a topic is missing or wrong.",
+		Docs: "parking.md#creating-the-topics",
+	}
+)
 
 // DefaultTimeout bounds a topics command's talk with the brokers
 // (--timeout).
@@ -63,56 +76,52 @@ func (l *topicList) Set(v string) error {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help"):
-		fmt.Fprint(stdout, Usage)
+		help.Print(stdout, nil)
 		return nil
 	case len(args) == 0 || (args[0] != "create" && args[0] != "check"):
-		fmt.Fprint(stderr, Usage)
+		help.Print(stderr, nil)
 		if len(args) == 0 {
 			return errors.New("topics: want a command: create or check")
 		}
 		return fmt.Errorf("topics: unknown command %q: want create or check", args[0])
 	}
-	err := run(ctx, args[0], args[1:], stdout, stderr)
+	err := run(ctx, args[0], args[1:], stdout)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return fmt.Errorf("topics %s: %w", args[0], err)
 	}
 	return err
 }
 
-func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
-	create := cmd == "create"
-	fs := flag.NewFlagSet("topics "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n  lanes topics %s --brokers host:port --group GROUP --topic TOPIC [flags]\n\nFlags:\n", cmd)
-		fs.PrintDefaults()
+func run(ctx context.Context, cmd string, args []string, stdout io.Writer) error {
+	create, h := cmd == "create", checkHelp
+	if create {
+		h = createHelp
 	}
+	fs := h.FlagSet()
 	var topics topicList
-	brokers := fs.String("brokers", "", "comma-separated Kafka brokers, host:port (required)")
-	group := fs.String("group", "", "the consumer group (required; Config.Group)")
-	fs.Var(&topics, "topic", "a consumed `topic` (required; repeat the flag, or separate with commas, for several)")
-	dlq := fs.String("dlq", "", "the dead-letter topic (Config.DeadLetterTopic); none without it (a consumer with Retry.Forever)")
+	brokers := fs.String("brokers", "", "comma-separated Kafka brokers, `host:port`,... (required)")
+	group := fs.String("group", "", "the consumer `GROUP` (required; Config.Group)")
+	fs.Var(&topics, "topic", "a consumed `TOPIC` (required; repeat the flag, or separate with commas, for several)")
+	dlq := fs.String("dlq", "", "the dead-letter topic, `DLQ` (Config.DeadLetterTopic); none without it (a consumer with Retry.Forever)")
 	park := fs.Bool("park", false, "parking is on (Config.Park.Enabled): each consumed topic needs its park topic")
-	suffix := fs.String("park-suffix", consumer.DefaultParkTopicSuffix, "the park topic suffix (Config.Park.TopicSuffix); with --park")
+	suffix := fs.String("park-suffix", consumer.DefaultParkTopicSuffix, "the park topic `SUFFIX` (Config.Park.TopicSuffix); with --park")
 	dlqParts := fs.Int("dlq-partitions", 0, "partitions of the dead-letter topic when created (0: as many as the largest consumed topic)")
 	timeout := fs.Duration("timeout", DefaultTimeout, "give up when the brokers have not answered within this long")
 	var partitions, replication *int
 	var dry *bool
 	if create {
 		partitions = fs.Int("partitions", 0, "create a missing consumed topic with N partitions (0: a missing consumed topic is an error)")
-		replication = fs.Int("replication-factor", -1, "replicas of each partition of the topics created (-1: the brokers' default.replication.factor)")
+		replication = fs.Int("replication-factor", -1, "N replicas of each partition of the topics created (-1: the brokers' default.replication.factor)")
 		dry = fs.Bool("dry-run", false, "create nothing: the brokers validate each creation, and each line says what would be created")
 	}
 	var sec cli.Security
 	sec.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, h, args, stdout); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q: it takes only flags", fs.Arg(0))
 	case *brokers == "":
 		return errors.New("--brokers is required: the Kafka brokers, host:port[,host:port]")
 	case *group == "":
@@ -194,9 +203,9 @@ func report(w io.Writer, results []consumer.TopicResult) error {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	fmt.Fprintf(w, "%d topics: %s\n", len(results), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "%s: %s\n", cli.Count(len(results), "topic"), strings.Join(parts, ", "))
 	if bad := counts[consumer.TopicMissing] + counts[consumer.TopicWrong]; bad > 0 {
-		return fmt.Errorf("%d of %d topics missing or wrong (see above)", bad, len(results))
+		return fmt.Errorf("%d of %s missing or wrong (see above)", bad, cli.Count(len(results), "topic"))
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestBadArgs(t *testing.T) {
 		{[]string{"create", "--group", "g", "--topic", "t"}, "--brokers is required"},
 		{[]string{"check", "--brokers", "127.0.0.1:1", "--topic", "t"}, "--group is required"},
 		{[]string{"create", "--brokers", "127.0.0.1:1", "--group", "g"}, "--topic is required"},
-		{base("create", "--topic", "a,,b"), `invalid value "a,,b" for flag -topic: empty topic name`},
+		{base("create", "--topic", "a,,b"), `invalid value "a,,b" for flag --topic: empty topic name`},
 		{base("create", "extra"), `unexpected argument "extra"`},
 		{base("create", "--park-suffix", ".p"), "--park-suffix needs --park"},
 		{base("check", "--park", "--park-suffix", ""), "--park-suffix: empty"},
@@ -40,8 +40,8 @@ func TestBadArgs(t *testing.T) {
 		{base("create", "--replication-factor", "0"), "--replication-factor 0"},
 		{base("create", "--replication-factor", "-3"), "--replication-factor -3"},
 		{base("create", "--timeout", "0s"), "--timeout 0s"},
-		{base("check", "--dry-run"), "flag provided but not defined: -dry-run"},
-		{base("check", "--partitions", "3"), "flag provided but not defined: -partitions"},
+		{base("check", "--dry-run"), "flag provided but not defined: --dry-run"},
+		{base("check", "--partitions", "3"), "flag provided but not defined: --partitions"},
 		{base("create", "--sasl-user", "u"), "--sasl-user needs --sasl-mechanism"},
 		{base("create", "--park", "--dlq", "d", "--topic", "t.park"), `the park topic "t.park" of "t" is also a consumed topic`},
 		{base("create", "--park"), "DeadLetterTopic: required with Park.Enabled"},
@@ -53,7 +53,7 @@ func TestBadArgs(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("%v", err)
-			case tc.want == "" && !strings.Contains(out.String(), "lanes topics create"):
+			case tc.want == "" && !strings.Contains(out.String(), "Usage: lanes topics <command>"):
 				t.Fatalf("usage not printed: %q", out.String())
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error()+errOut.String(), tc.want)):
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
