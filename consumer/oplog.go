@@ -82,7 +82,7 @@ func (c *Consumer) logUnparked(p *partition, lane string, through int64) {
 func (p *partition) stillParked(lane string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk != nil && p.pk.set.isParked(lane)
+	return p.pk != nil && p.pk.set.IsParked(lane)
 }
 
 // runningIn counts the handlers (and dead-letter writes) under way in

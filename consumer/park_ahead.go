@@ -4,6 +4,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,7 +101,7 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 
 // isParkCopy reports whether park partition record r is a parked copy.
 func isParkCopy(r *kgo.Record) bool {
-	return string(headerValue(r, headerParkKind)) == parkKindNames[parkRecord]
+	return string(headerValue(r, headerParkKind)) == parkKindNames[parkset.KindRecord]
 }
 
 // headerValue is the value of r's header k; nil without one.

@@ -29,7 +29,7 @@ func TestParkRetriesSurviveHandOver(t *testing.T) {
 	headRetries := func(c *Consumer) int {
 		for _, p := range c.own.all() {
 			if h, ok := p.parkHead(stuck); ok {
-				return h.retries
+				return h.Retries
 			}
 		}
 		return -1
@@ -68,42 +68,5 @@ func TestParkRetriesSurviveHandOver(t *testing.T) {
 	}
 	if r := headerOf(dl, HeaderDLQReason); r != string(ReasonParkExhausted) || calls.Load() != 4 {
 		t.Fatalf("dead-lettered with reason %q after %d handler calls; want park-exhausted after 4 (parked, then 3 retries)", r, calls.Load())
-	}
-}
-
-// TestParkReplayAttempt: a rebuild applies an attempt marker to the head
-// it names only, keeps its count and the backoff from the marker's write
-// time (the head is not due at once), never lowers a count, and ignores a
-// marker of an owner fenced before it was written.
-func TestParkReplayAttempt(t *testing.T) {
-	rules := parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 5}
-	t0 := time.Unix(1e9, 0)
-	ps := newParkSet(rules, "")
-	ps.replay(0, parkEntry{kind: parkFence}, t0)
-	ps.replay(1, parkEntry{kind: parkRecord, session: "a", src: 10, epoch: 0}, t0)
-	ps.replay(2, parkEntry{kind: parkRecord, session: "a", src: 11, epoch: 0}, t0)
-	ps.replay(3, parkEntry{kind: parkAttempt, session: "a", src: 11, retries: 3, epoch: 0}, t0) // not the head
-	ps.replay(4, parkEntry{kind: parkAttempt, session: "a", src: 10, retries: 2, epoch: 0}, t0.Add(time.Minute))
-	ps.replay(5, parkEntry{kind: parkAttempt, session: "a", src: 10, retries: 1, epoch: 0}, t0.Add(time.Hour)) // lower
-	if h, _ := ps.head("a"); h.srcOffset != 10 || h.retries != 2 {
-		t.Fatalf("head %+v; want source offset 10 with 2 failed retries", h)
-	}
-	dueAt := t0.Add(time.Minute + ps.backoff(2))
-	if got := ps.due(dueAt.Add(-time.Nanosecond)); len(got) != 0 {
-		t.Fatalf("due before its backoff after the marker: %v", got)
-	}
-	if got := ps.due(dueAt); len(got) != 1 {
-		t.Fatalf("not due after its backoff after the marker: %v", got)
-	}
-	ps.retryAbandoned("a")
-	ps.replay(6, parkEntry{kind: parkFence}, t0)
-	ps.replay(7, parkEntry{kind: parkAttempt, session: "a", src: 10, retries: 4, epoch: 0}, t0) // fenced writer
-	if h, _ := ps.head("a"); h.retries != 2 {
-		t.Fatalf("a fenced owner's marker applied: %d failed retries, want 2", h.retries)
-	}
-	ps.replay(8, parkEntry{kind: parkDone, session: "a", src: 10, epoch: 6}, t0)
-	ps.replay(9, parkEntry{kind: parkAttempt, session: "a", src: 10, retries: 4, epoch: 6}, t0) // landed after its done marker
-	if h, _ := ps.head("a"); h.srcOffset != 11 || h.retries != 0 {
-		t.Fatalf("head %+v; want source offset 11 with no failed retry", h)
 	}
 }

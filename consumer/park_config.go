@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
 // ParkPolicy configures parking
@@ -158,8 +160,8 @@ func validatePark(cfg *Config) error {
 }
 
 // rules is the part of the policy the parked set applies.
-func (p ParkPolicy) rules() parkRules {
-	return parkRules{delay: p.Delay, maxDelay: p.MaxDelay, maxAttempts: p.MaxAttempts, hold: p.OnExhausted == ParkHold}
+func (p ParkPolicy) rules() parkset.Rules {
+	return parkset.Rules{Delay: p.Delay, MaxDelay: p.MaxDelay, MaxAttempts: p.MaxAttempts, Hold: p.OnExhausted == ParkHold}
 }
 
 // shouldPark reports whether a record that failed attempts times in its

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -117,27 +118,27 @@ func TestParkEntryRoundTrip(t *testing.T) {
 	}
 	cp.Offset = 500
 	e, rec, err := parseEntry(cp)
-	if err != nil || e != (parkEntry{kind: parkRecord, session: "k", src: 77, epoch: 12, gen: -1, group: "chat"}) {
+	if err != nil || e != (parkset.Entry{Kind: parkset.KindRecord, Session: "k", Src: 77, Epoch: 12, Gen: -1, Group: "chat"}) {
 		t.Fatalf("parse copy: %+v, %v", e, err)
 	}
 	if rec.Topic != "chats" || rec.Partition != 3 || rec.Offset != 77 || len(rec.Headers) != 2 || headerOf(rec, "lanes-event-id") != "id-1" {
 		t.Fatalf("the handler would see %+v", rec)
 	}
-	for _, kind := range []parkKind{parkDone, parkHold} {
+	for _, kind := range []parkset.Kind{parkset.KindDone, parkset.KindHold} {
 		e, _, err := parseEntry(io.marker(kind, "chats", 3, "k", 90, 12))
-		want := parkEntry{kind: kind, session: "k", src: 90, epoch: 12, gen: -1, group: "chat"}
+		want := parkset.Entry{Kind: kind, Session: "k", Src: 90, Epoch: 12, Gen: -1, Group: "chat"}
 		if err != nil || e != want {
 			t.Errorf("parse %c marker: %+v, %v; want %+v", kind, e, err, want)
 		}
 	}
-	if e, _, err := parseEntry(io.fence("chats", 3, 2, "consumer", "00ab", true)); err != nil || !e.reset || e.gen != 2 || e.proto != "consumer" {
+	if e, _, err := parseEntry(io.fence("chats", 3, 2, "consumer", "00ab", true)); err != nil || !e.Reset || e.Gen != 2 || e.Proto != "consumer" {
 		t.Errorf("parse reset fence: %+v, %v", e, err)
 	}
 	f := io.fence("chats", 3, 7, "classic", "00ab", false)
 	if f.Topic != "chats.park" || f.Partition != 3 || f.Key != nil {
 		t.Fatalf("fence %s/%d key %q", f.Topic, f.Partition, f.Key)
 	}
-	if e, _, err := parseEntry(f); err != nil || e != (parkEntry{kind: parkFence, epoch: -1, gen: 7, proto: "classic", group: "chat", topicID: "00ab"}) {
+	if e, _, err := parseEntry(f); err != nil || e != (parkset.Entry{Kind: parkset.KindFence, Epoch: -1, Gen: 7, Proto: "classic", Group: "chat", TopicID: "00ab"}) {
 		t.Errorf("parse fence: %+v, %v", e, err)
 	}
 	if _, _, err := parseEntry(&kgo.Record{Value: []byte("x")}); err == nil {
@@ -161,8 +162,8 @@ func TestParkMetadata(t *testing.T) {
 		pc   parkCommit
 		ok   bool
 	}{
-		{"lanes1:AbC;park2:12,7,3,classic,00ff,11ee", "lanes1:AbC", parkCommit{12, fenceMark{7, 3, "classic"}, topicIDs{"00ff", "11ee"}}, true},
-		{";park2:1,0,-1,,,", "", parkCommit{1, fenceMark{0, -1, ""}, topicIDs{}}, true},
+		{"lanes1:AbC;park2:12,7,3,classic,00ff,11ee", "lanes1:AbC", parkCommit{12, parkset.Fence{Off: 7, Gen: 3, Proto: "classic"}, topicIDs{"00ff", "11ee"}}, true},
+		{";park2:1,0,-1,,,", "", parkCommit{1, parkset.Fence{Off: 0, Gen: -1, Proto: ""}, topicIDs{}}, true},
 		{";park2:1,0,-1,,", "", noParkCommit, false}, // five fields: no protocol
 		{";park2:1,0,-1,other,,", "", noParkCommit, false},
 		{"lanes1:AbC", "lanes1:AbC", noParkCommit, false},
@@ -182,17 +183,17 @@ func TestParkMetadata(t *testing.T) {
 		}
 	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 9, "consumer")
+	p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 1}, "g", 9, "consumer")
 	p.mu.Lock()
-	p.pk.set.w.topicID = "00ab"
+	p.pk.set.SetTopicID("00ab")
 	p.pk.ids, p.pk.rebuilt = topicIDs{"00ab", "22cd"}, true
-	p.pk.set.replay(40, parkEntry{kind: parkFence, group: "g", gen: 9}, time.Now())
-	p.pk.set.replay(41, parkEntry{kind: parkFence, group: "g", gen: 10, proto: "consumer"}, time.Now())
-	p.pk.set.add("s", 42, 5, time.Now())
+	p.pk.set.Replay(40, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 9}, time.Now())
+	p.pk.set.Replay(41, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 10, Proto: "consumer"}, time.Now())
+	p.pk.set.Add("s", 42, 5, time.Now())
 	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
 	p.mu.Unlock()
 	rest, pc, ok := splitParkMeta(meta)
-	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, fenceMark{41, 10, "consumer"}, topicIDs{"00ab", "22cd"}}) {
+	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, parkset.Fence{Off: 41, Gen: 10, Proto: "consumer"}, topicIDs{"00ab", "22cd"}}) {
 		t.Fatalf("metadata %q: completed %v (%v), park section %+v", meta, rs, err, pc)
 	}
 }

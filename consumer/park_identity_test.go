@@ -6,51 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// TestParkLateFence: a fence written by an owner that lost the partition
-// (its retried rebuild racing the revoke) lands after the new owner's:
-// its generation is older, so it is not in force; the new owner's later
-// entries count and the former owner's entries under its late fence do
-// not.
-func TestParkLateFence(t *testing.T) {
-	rules := parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 5}
-	now := time.Unix(1e9, 0)
-	ps := newParkSet(rules, "g")
-	ps.w.topicID = "id1"
-	for _, tc := range []struct {
-		off  int64
-		e    parkEntry
-		want bool
-	}{
-		{0, parkEntry{kind: parkFence, group: "g", gen: 3, topicID: "id1"}, true},            // A
-		{1, parkEntry{kind: parkRecord, group: "g", session: "a", src: 10, epoch: 0}, true},  // A parks a
-		{2, parkEntry{kind: parkFence, group: "g", gen: 5, topicID: "id1"}, true},            // B takes the partition
-		{3, parkEntry{kind: parkFence, group: "g", gen: 3, topicID: "id1"}, false},           // A's fence, late
-		{4, parkEntry{kind: parkRecord, group: "g", session: "a", src: 11, epoch: 2}, true},  // B forwards a's next
-		{5, parkEntry{kind: parkDone, group: "g", session: "a", src: 11, epoch: 3}, false},   // A, under its late fence
-		{6, parkEntry{kind: parkRecord, group: "g", session: "b", src: 12, epoch: 0}, false}, // A, under its first fence
-		{7, parkEntry{kind: parkFence, group: "g", gen: 9, topicID: "id0"}, false},           // a fence of the topic's earlier incarnation
-		{8, parkEntry{kind: parkFence, group: "h", gen: 50, topicID: "id1"}, false},          // another group's
-		{9, parkEntry{kind: parkDone, group: "h", session: "a", src: 11, epoch: 8}, false},   // and its marker
-		{10, parkEntry{kind: parkDone, session: "a", src: 11, epoch: 2}, false},              // a writer naming no group
-		{11, parkEntry{kind: parkRelease, group: "h", session: "a", epoch: -1}, false},       // another group's release
-		{12, parkEntry{kind: parkRelease, group: "g", session: "a", epoch: -1}, true},        // an operator's, under no fence
-	} {
-		if got := ps.replay(tc.off, tc.e, now); got != tc.want {
-			t.Fatalf("replay(%d, %+v) = %v; want %v", tc.off, tc.e, got, tc.want)
-		}
-	}
-	if ps.epoch() != 2 || ps.records != 2 || !ps.isParked("a") || ps.isParked("b") {
-		t.Fatalf("epoch %d, %d records, a parked %v, b parked %v; want B's fence (2) in force and a's two records parked",
-			ps.epoch(), ps.records, ps.isParked("a"), ps.isParked("b"))
-	}
-	if pos, f := ps.position(), ps.w.at(ps.position()); pos != 1 || f != (fenceMark{0, 3, ""}) {
-		t.Fatalf("position %d with fence %+v in force; want 1 with A's fence {0 3}", pos, f)
-	}
-}
 
 // TestParkCommitWaitsForPosition: a partition with parking whose
 // committed offsets could not be read at assignment commits nothing (a
@@ -70,7 +29,7 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 		return pc.String(), ok
 	}
 	p := newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 4, "classic")
+	p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 1}, "g", 4, "classic")
 	p.startAt(0)
 	if s, ok := sectionOf(p); ok {
 		t.Fatalf("committed (park section %q) before the park position was read", s)
@@ -87,8 +46,8 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 		t.Fatalf("before its rebuild: committed %v with park section %q; want the one found", ok, s)
 	}
 	p.mu.Lock()
-	p.pk.set.begin(7, p.pk.from.fence)
-	p.pk.set.replay(9, parkEntry{kind: parkFence, group: "g", gen: 4, proto: "classic"}, time.Now())
+	p.pk.set.Begin(7, p.pk.from.fence)
+	p.pk.set.Replay(9, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 4, Proto: "classic"}, time.Now())
 	p.pk.rebuilt = true
 	p.tr.version++
 	p.mu.Unlock()
@@ -178,7 +137,7 @@ func TestParkGenerationsStartAgain(t *testing.T) {
 	produceSeqs(t, e, "chats", "s", 0, 5)
 	parkWorld(t, e, "g-gen", ";park2:1,0,999,consumer,,", func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "consumer", "", false) })
 	runChats(t, e, "g-gen")
-	if pc := committedSection(t, e, "g-gen"); pc.fence.gen >= 999 || pc.fence.off < 1 {
+	if pc := committedSection(t, e, "g-gen"); pc.fence.Gen >= 999 || pc.fence.Off < 1 {
 		t.Fatalf("committed park section %+v; want this owner's reset fence in force", pc)
 	}
 }
@@ -203,7 +162,7 @@ func TestParkTopicMadeAgain(t *testing.T) {
 				func(io *parkIO) *kgo.Record {
 					return io.copyOf(&kgo.Record{Topic: "chats", Offset: 0, Key: []byte("s"), Value: []byte("s|0")}, "s", 0, 1, time.Now(), time.Now(), "old")
 				},
-				func(io *parkIO) *kgo.Record { return io.marker(parkHold, "chats", 0, "s", 0, 0) })
+				func(io *parkIO) *kgo.Record { return io.marker(parkset.KindHold, "chats", 0, "s", 0, 0) })
 			runChats(t, e, "g-made-again")
 			if pc := committedSection(t, e, "g-made-again"); pc.pos < 0 || pc.pos > 10 || pc.ids.park == "ffffffffffffffffffffffffffffffff" {
 				t.Fatalf("committed park section %+v; want one within the park partition, of its park topic", pc)
@@ -264,7 +223,7 @@ func TestParkLateOwnFence(t *testing.T) {
 		t.Fatalf("park partition holds %d entries; want the two fences written and this member's own", len(entries))
 	}
 	for _, le := range entries {
-		if le.e.reset {
+		if le.e.Reset {
 			t.Errorf("a reset fence at park offset %d: this member put itself in force over the partition's owner", le.off)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -131,28 +132,20 @@ func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) 
 			failed = err
 			return
 		}
-		set := newParkSet(parkRules{maxAttempts: 1}, group)
-		set.w.topicID = ids.source
-		set.begin(from.pos, from.fence)
+		set := parkset.New(parkset.Rules{MaxAttempts: 1}, group)
+		set.SetTopicID(ids.source)
+		set.Begin(from.pos, from.fence)
 		through := map[string]int64{}
 		for _, le := range entries {
-			if set.replay(le.off, le.e, le.at) && le.e.kind == parkHold {
-				through[le.e.session] = le.e.src
+			if set.Replay(le.off, le.e, le.at) && le.e.Kind == parkset.KindHold {
+				through[le.e.Session] = le.e.Src
 			}
 		}
-		for s, ss := range set.sessions {
-			if !ss.parked() {
-				continue // only a floor: unparked
-			}
-			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: s, Held: ss.held, HeldThrough: -1}
-			if ss.held {
-				p.HeldThrough = through[s]
-			}
-			for _, pr := range ss.recs {
-				p.Offsets = append(p.Offsets, pr.srcOffset)
-			}
-			if len(ss.recs) > 0 {
-				p.Since, p.Retries = set.at(ss.recs[0].parkedAt), ss.recs[0].retries
+		for _, ps := range set.ParkedSessions() { // only a floor: unparked, not among them
+			p := ParkedSession{Topic: topic, Partition: o.Partition, Session: ps.Session, Held: ps.Held, HeldThrough: -1,
+				Offsets: ps.Offsets, Since: ps.Since, Retries: ps.Retries}
+			if ps.Held {
+				p.HeldThrough = through[ps.Session]
 			}
 			out = append(out, p)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -43,8 +44,8 @@ const (
 	headerParkSource          = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
 )
 
-var parkKindNames = map[parkKind]string{parkRecord: "record", parkDone: "done", parkHold: "hold", parkFence: "fence",
-	parkAttempt: "attempt", parkRelease: "release"}
+var parkKindNames = map[parkset.Kind]string{parkset.KindRecord: "record", parkset.KindDone: "done", parkset.KindHold: "hold",
+	parkset.KindFence: "fence", parkset.KindAttempt: "attempt", parkset.KindRelease: "release"}
 
 // parkIO writes and reads park partitions: a producer of its own that
 // writes each entry to the partition it names, and a short-lived direct
@@ -164,7 +165,7 @@ func (io *parkIO) write(ctx context.Context, rec *kgo.Record) (int64, error) {
 func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, first, notBefore time.Time, reason string) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+11)
 	h = append(h, r.Headers...)
-	h = append(h, io.meta(parkRecord, lane, epoch)...)
+	h = append(h, io.meta(parkset.KindRecord, lane, epoch)...)
 	h = append(h,
 		kgo.RecordHeader{Key: headerParkTopic, Value: []byte(r.Topic)},
 		kgo.RecordHeader{Key: headerParkPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
@@ -181,7 +182,7 @@ func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, 
 
 // marker is a done, hold or attempt entry of park partition (topic,
 // part).
-func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
+func (io *parkIO) marker(kind parkset.Kind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
 	h := append(io.meta(kind, lane, epoch), kgo.RecordHeader{Key: headerParkThrough, Value: strconv.AppendInt(nil, through, 10)})
 	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(lane), Headers: h}
 }
@@ -193,7 +194,7 @@ func (io *parkIO) marker(kind parkKind, source string, part int32, lane string, 
 // generations started again) is in force whatever the generation before
 // it.
 func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID string, reset bool) *kgo.Record {
-	h := append(io.meta(parkFence, "", -1),
+	h := append(io.meta(parkset.KindFence, "", -1),
 		kgo.RecordHeader{Key: headerParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
 		kgo.RecordHeader{Key: headerParkProtocol, Value: []byte(proto)},
 		kgo.RecordHeader{Key: headerParkTopicID, Value: []byte(topicID)})
@@ -206,12 +207,12 @@ func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID str
 // attempt is the attempt marker of lane's head at source offset src,
 // after its retries-th failed retry.
 func (io *parkIO) attempt(source string, part int32, lane string, src, epoch int64, retries int) *kgo.Record {
-	r := io.marker(parkAttempt, source, part, lane, src, epoch)
+	r := io.marker(parkset.KindAttempt, source, part, lane, src, epoch)
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerParkRetries, Value: strconv.AppendInt(nil, int64(retries), 10)})
 	return r
 }
 
-func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHeader {
+func (io *parkIO) meta(kind parkset.Kind, lane string, epoch int64) []kgo.RecordHeader {
 	return []kgo.RecordHeader{
 		{Key: headerParkKind, Value: []byte(parkKindNames[kind])},
 		{Key: headerParkSession, Value: []byte(lane)},
@@ -223,11 +224,11 @@ func (io *parkIO) meta(kind parkKind, lane string, epoch int64) []kgo.RecordHead
 // parseEntry reads a park partition's record: its entry and, for a parked
 // copy, the source record as the handler is to see it (source topic,
 // partition and offset; its own headers without lanes-park-*).
-func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
-	var e parkEntry
+func parseEntry(r *kgo.Record) (parkset.Entry, *kgo.Record, error) {
+	var e parkset.Entry
 	var kind, topic string
 	var part, off, through int64 = -1, -1, -1
-	e.epoch, e.gen = -1, -1
+	e.Epoch, e.Gen = -1, -1
 	src := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	for _, h := range r.Headers {
 		if !strings.HasPrefix(h.Key, "lanes-park-") {
@@ -239,25 +240,25 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		case headerParkKind:
 			kind = v
 		case headerParkSession:
-			e.session = v
+			e.Session = v
 		case headerParkEpoch:
-			e.epoch, _ = strconv.ParseInt(v, 10, 64)
+			e.Epoch, _ = strconv.ParseInt(v, 10, 64)
 		case headerParkGroup:
-			e.group = v
+			e.Group = v
 		case headerParkGeneration:
 			if g, err := strconv.ParseInt(v, 10, 32); err == nil {
-				e.gen = int32(g)
+				e.Gen = int32(g)
 			}
 		case headerParkTopicID:
-			e.topicID = v
+			e.TopicID = v
 		case headerParkProtocol:
-			e.proto = v
+			e.Proto = v
 		case headerParkGenerationReset:
-			e.reset = v == "true"
+			e.Reset = v == "true"
 		case headerParkThrough:
 			through, _ = strconv.ParseInt(v, 10, 64)
 		case headerParkRetries:
-			e.retries, _ = strconv.Atoi(v)
+			e.Retries, _ = strconv.Atoi(v)
 		case headerParkTopic:
 			topic = v
 		case headerParkPartition:
@@ -276,32 +277,32 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 		if topic == "" || part < 0 || off < 0 {
 			return e, nil, errors.New("parked copy without its source position")
 		}
-		e.kind, e.src = parkRecord, off
+		e.Kind, e.Src = parkset.KindRecord, off
 		src.Topic, src.Partition, src.Offset = topic, int32(part), off
 		return e, src, nil
 	case "done", "hold":
 		if through < 0 {
 			return e, nil, fmt.Errorf("%s marker without %s", kind, headerParkThrough)
 		}
-		e.kind, e.src = parkDone, through
+		e.Kind, e.Src = parkset.KindDone, through
 		if kind == "hold" {
-			e.kind = parkHold
+			e.Kind = parkset.KindHold
 		}
 		return e, nil, nil
 	case "attempt":
-		if through < 0 || e.retries <= 0 {
+		if through < 0 || e.Retries <= 0 {
 			return e, nil, fmt.Errorf("attempt marker without %s or %s", headerParkThrough, headerParkRetries)
 		}
-		e.kind, e.src = parkAttempt, through
+		e.Kind, e.Src = parkset.KindAttempt, through
 		return e, nil, nil
 	case "fence":
-		e.kind = parkFence
+		e.Kind = parkset.KindFence
 		return e, nil, nil
 	case "release":
-		if e.session == "" {
+		if e.Session == "" {
 			return e, nil, fmt.Errorf("release marker without %s", headerParkSession)
 		}
-		e.kind = parkRelease
+		e.Kind = parkset.KindRelease
 		return e, nil, nil
 	}
 	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", headerParkKind, kind)
@@ -312,7 +313,7 @@ func parseEntry(r *kgo.Record) (parkEntry, *kgo.Record, error) {
 type loggedEntry struct {
 	off int64
 	at  time.Time
-	e   parkEntry
+	e   parkset.Entry
 }
 
 // entries reads the entries of park partition (topic, part) from offset

@@ -27,7 +27,7 @@ func (c *Consumer) closePark() {
 // enablePark gives newly assigned partitions their parked sets, with the
 // group generation (member epoch under KIP-848) they were assigned in:
 // their fences carry it, so that one written late by an owner that lost
-// the partition since is told apart (parkWriters).
+// the partition since is told apart (the identity rules, internal/parkset).
 func (c *Consumer) enablePark(parts []*partition, gen int32, proto string) {
 	if c.park == nil {
 		return
@@ -137,7 +137,7 @@ func (c *Consumer) ReleaseParked(topic string, partition int32, session string) 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk != nil && p.pk.set.release(session, time.Now())
+	return p.pk != nil && p.pk.set.Release(session, time.Now())
 }
 
 // parkLoop queues the retries of parked heads that are due, in their

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -17,7 +18,7 @@ const parkSeq = ^uint64(0)
 // owner is, and the park section its group's commit held when it was
 // assigned.
 type partPark struct {
-	set   *parkSet
+	set   *parkset.Set
 	gen   int32  // this owner's generation when assigned: its fence carries it
 	proto string // the group protocol gen is of (membership.protocol)
 	// from is the committed park section; from.pos -1: none (nothing in
@@ -47,7 +48,7 @@ func (p *partition) parkNeeded(rs []*kgo.Record) []*kgo.Record {
 	defer p.mu.Unlock()
 	var out []*kgo.Record
 	for _, r := range rs {
-		if p.pk.set.needs(headerValue(r, headerParkSession), r.Offset) {
+		if p.pk.set.Needs(headerValue(r, headerParkSession), r.Offset) {
 			out = append(out, r)
 		}
 	}
@@ -71,15 +72,15 @@ const parkMetaSep = ";park2:"
 // parkCommit is the park section of a commit.
 type parkCommit struct {
 	pos   int64
-	fence fenceMark
+	fence parkset.Fence
 	ids   topicIDs
 }
 
-var noParkCommit = parkCommit{pos: -1, fence: noFence}
+var noParkCommit = parkCommit{pos: -1, fence: parkset.NoFence}
 
 func (pc parkCommit) String() string {
-	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.off, 10) + "," +
-		strconv.FormatInt(int64(pc.fence.gen), 10) + "," + pc.fence.proto + "," + pc.ids.source + "," + pc.ids.park
+	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.Off, 10) + "," +
+		strconv.FormatInt(int64(pc.fence.Gen), 10) + "," + pc.fence.Proto + "," + pc.ids.source + "," + pc.ids.park
 }
 
 // parkMetaRoom is what the park section may take of the commit metadata.
@@ -111,15 +112,15 @@ func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off >= pos {
 		return rest, noParkCommit, false
 	}
-	return rest, parkCommit{pos: pos, fence: fenceMark{off, int32(gen), f[3]}, ids: topicIDs{f[4], f[5]}}, true
+	return rest, parkCommit{pos: pos, fence: parkset.Fence{Off: off, Gen: int32(gen), Proto: f[3]}, ids: topicIDs{f[4], f[5]}}, true
 }
 
 // enablePark gives p its parked set, for group, whose generation was gen
 // (of group protocol proto) when p was assigned; called at assignment.
 // Its committed park section is unread until parkCommitted.
-func (p *partition) enablePark(r parkRules, group string, gen int32, proto string) {
+func (p *partition) enablePark(r parkset.Rules, group string, gen int32, proto string) {
 	p.mu.Lock()
-	p.pk = &partPark{set: newParkSet(r, group), gen: gen, proto: proto, from: noParkCommit, unread: true}
+	p.pk = &partPark{set: parkset.New(r, group), gen: gen, proto: proto, from: noParkCommit, unread: true}
 	p.mu.Unlock()
 }
 
@@ -156,10 +157,9 @@ func (p *partition) parkMetaLocked(meta string, wm int64) string {
 		return meta + p.pk.from.String()
 	}
 	set := p.pk.set
-	set.forgetBelow(wm)
-	pos := set.position()
-	set.w.forgetBefore(pos)
-	return meta + parkCommit{pos: pos, fence: set.w.at(pos), ids: p.pk.ids}.String()
+	set.ForgetBelow(wm)
+	pos := set.Position()
+	return meta + parkCommit{pos: pos, fence: set.CommitFence(pos), ids: p.pk.ids}.String()
 }
 
 // parkUnreadLocked reports whether p's committed park section is unknown
@@ -177,7 +177,7 @@ func (p *partition) parkUnreadLocked() bool {
 func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk.set.seen(lane, off), p.pk.set.isParked(lane)
+	return p.pk.set.Seen(lane, off), p.pk.set.IsParked(lane)
 }
 
 // parked records a park copy acknowledged at parkOff: its session parked
@@ -187,7 +187,7 @@ func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 func (p *partition) parked(seq uint64, lane string, parkOff, srcOff int64, now time.Time) {
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
-	p.pk.set.add(lane, parkOff, srcOff, now)
+	p.pk.set.Add(lane, parkOff, srcOff, now)
 	p.tr.done(seq)
 	p.forgetDLQLocked()
 	p.tr.version++ // the park position may have moved: due for a commit
@@ -200,18 +200,18 @@ func (p *partition) parkDue(now time.Time) []string {
 	if p.pk == nil || p.fenced {
 		return nil
 	}
-	return p.pk.set.due(now)
+	return p.pk.set.Due(now)
 }
 
-func (p *partition) parkHead(lane string) (parkedRecord, bool) {
+func (p *partition) parkHead(lane string) (parkset.Record, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk.set.head(lane)
+	return p.pk.set.Head(lane)
 }
 
 func (p *partition) parkAbandon(lane string) {
 	p.mu.Lock()
-	p.pk.set.retryAbandoned(lane)
+	p.pk.set.RetryAbandoned(lane)
 	p.mu.Unlock()
 }
 
@@ -219,37 +219,37 @@ func (p *partition) parkAbandon(lane string) {
 // its retry could not be made (its copy not read back).
 func (p *partition) parkRetryLater(lane string, now time.Time) {
 	p.mu.Lock()
-	p.pk.set.retryLater(lane, now)
+	p.pk.set.RetryLater(lane, now)
 	p.mu.Unlock()
 }
 
 func (p *partition) parkFailed(lane string, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk.set.failed(lane, now)
+	return p.pk.set.Failed(lane, now)
 }
 
 // parkMarked applies a done or hold marker acknowledged at parkOff. After
 // a done marker it reports whether the session's next head is due and, if
 // so, marks it retrying in the same step (the park loop cannot take it in
 // between): the caller queues its retry.
-func (p *partition) parkMarked(kind parkKind, lane string, through, parkOff int64, now time.Time) (next bool) {
+func (p *partition) parkMarked(kind parkset.Kind, lane string, through, parkOff int64, now time.Time) (next bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.tr.version++
-	if kind == parkHold {
-		p.pk.set.held(lane, through, parkOff)
+	if kind == parkset.KindHold {
+		p.pk.set.Held(lane, through, parkOff)
 		return false
 	}
-	p.pk.set.done(lane, through, parkOff, now)
-	return !p.fenced && p.pk.set.dueNow(lane, now)
+	p.pk.set.Done(lane, through, parkOff, now)
+	return !p.fenced && p.pk.set.DueNow(lane, now)
 }
 
 // parkEpoch is the epoch this owner writes its entries under.
 func (p *partition) parkEpoch() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk.set.epoch()
+	return p.pk.set.Epoch()
 }
 
 // startExtra counts a parked record's retry as running work of the
@@ -332,8 +332,8 @@ func (p *partition) parkStatsLocked(ps *PartitionStats, now time.Time) {
 	if p.pk == nil {
 		return
 	}
-	c := p.pk.set.counts(now)
-	ps.Park = ParkStats{Sessions: c.sessions, Held: c.held, Records: c.records, Oldest: c.oldest}
+	c := p.pk.set.Counts(now)
+	ps.Park = ParkStats{Sessions: c.Sessions, Held: c.Held, Records: c.Records, Oldest: c.Oldest}
 	if p.pk.unavailable != nil {
 		ps.Park.Error = p.pk.unavailable.Error()
 	}

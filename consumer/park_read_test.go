@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -123,9 +124,7 @@ func makeDue(t *testing.T, c *Consumer, s string) {
 	t.Helper()
 	for _, p := range c.own.all() {
 		p.mu.Lock()
-		if ss := p.pk.set.sessions[s]; ss != nil {
-			ss.notBefore = 0
-		}
+		p.pk.set.Expedite(s)
 		p.mu.Unlock()
 	}
 }
@@ -135,8 +134,10 @@ func makeDue(t *testing.T, c *Consumer, s string) {
 func parkReadFailures(c *Consumer, s string) bool {
 	for _, p := range c.own.all() {
 		p.mu.Lock()
-		ss := p.pk.set.sessions[s]
-		failed := ss != nil && !ss.retrying && ss.notBefore > p.pk.set.since(time.Now().Add(time.Minute))
+		failed := false
+		for _, ps := range p.pk.set.ParkedSessions() {
+			failed = failed || (ps.Session == s && !ps.Retrying && ps.NotBefore.After(time.Now().Add(time.Minute)))
+		}
 		p.mu.Unlock()
 		if failed {
 			return true
@@ -457,9 +458,9 @@ func TestParkReadFailureRetriedLater(t *testing.T) {
 	})
 	makeDue(t, c, stuck)
 	eventually(t, "a failed read back", func() bool { return parkReadFailures(c, stuck) })
-	if h, _ := c.own.all()[0].parkHead(stuck); h.retries != 0 || calls.Load() != 1 || refused.Load() == 0 {
+	if h, _ := c.own.all()[0].parkHead(stuck); h.Retries != 0 || calls.Load() != 1 || refused.Load() == 0 {
 		t.Fatalf("after a failed read back: %d retries counted, %d handler calls, %d fetches refused; want 0, 1, some",
-			h.retries, calls.Load(), refused.Load())
+			h.Retries, calls.Load(), refused.Load())
 	}
 	failing.Store(false)
 	makeDue(t, c, stuck)
@@ -495,12 +496,12 @@ func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
 // sessions no longer parked, not markers, not copies already done.
 func TestParkNeededFiltersReadAhead(t *testing.T) {
 	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 3}, "g", 1, "classic")
+	p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 3}, "g", 1, "classic")
 	now := time.Now()
-	p.pk.set.add("a", 5, 50, now)
-	p.pk.set.add("a", 6, 51, now)
-	p.pk.set.add("b", 7, 52, now)
-	p.pk.set.done("b", 52, 9, now) // b's copy at 7 is done
+	p.pk.set.Add("a", 5, 50, now)
+	p.pk.set.Add("a", 6, 51, now)
+	p.pk.set.Add("b", 7, 52, now)
+	p.pk.set.Done("b", 52, 9, now) // b's copy at 7 is done
 	at := func(off int64, session string) *kgo.Record {
 		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(session)}}}
 	}
@@ -551,9 +552,9 @@ func testParkReadWrongEntry(t *testing.T, otherGroup bool) {
 		cfg := c.cfg
 		cfg.Group = "another-group"
 		other := &parkIO{cfg: &cfg}
-		wrong = other.copyOf(&kgo.Record{Topic: "chats", Offset: h.srcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
+		wrong = other.copyOf(&kgo.Record{Topic: "chats", Offset: h.SrcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
 	}
-	wrong.Offset = h.parkOffset
+	wrong.Offset = h.ParkOffset
 	p.parkAhead().keep([]*kgo.Record{wrong})
 	makeDue(t, c, stuck)
 	finishUnparked(t, c, rec, stop)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,8 +114,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // rebuildPark writes p's owner's fence marker to its park partition and
 // replays the partition's entries from the committed park position up to
 // it (none without one: nothing before the fence is the group's), under
-// the identity rules (parkWriters); ids are the IDs of the source and park
-// topics now.
+// the identity rules (internal/parkset); ids are the IDs of the source and
+// park topics now.
 func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition, ids topicIDs) error {
 	if err := c.parkReadCommitted(ctx, cl, p); err != nil {
 		return err
@@ -147,17 +148,17 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	if err != nil {
 		return err
 	}
-	own := parkEntry{kind: parkFence, group: c.cfg.Group, gen: gen, proto: proto, topicID: ids.source}
+	own := parkset.Entry{Kind: parkset.KindFence, Group: c.cfg.Group, Gen: gen, Proto: proto, TopicID: ids.source}
 	now := time.Now()
 	p.mu.Lock()
 	set := p.pk.set
-	set.w.topicID = ids.source
-	set.begin(start, from.fence)
+	set.SetTopicID(ids.source)
+	set.Begin(start, from.fence)
 	ignored := replayAll(set, entries)
-	taken := set.replay(fence, own, now)
-	in := set.w.inForce()
+	taken := set.Replay(fence, own, now)
+	in := set.InForce()
 	p.mu.Unlock()
-	if !taken && (in.proto == "" || proto == "" || in.proto == proto || p.isFenced()) {
+	if !taken && (in.Proto == "" || proto == "" || in.Proto == proto || p.isFenced()) {
 		// A fence of a later owner, of this group protocol, is in force
 		// after this owner's: this member lost the partition while it took
 		// it up (its assignment callback outlived the rebalance timeout and
@@ -165,16 +166,16 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		// revoke). It is not the owner: a reset fence would put it in
 		// force over the real owner's, whose entries every later rebuild
 		// would then ignore.
-		l.Warn().Int32("generation_in_force", in.gen).Int64("fence_in_force", in.off).Str("protocol", proto).
+		l.Warn().Int32("generation_in_force", in.Gen).Int64("fence_in_force", in.Off).Str("protocol", proto).
 			Msg("park: a later owner's fence is in force in the park partition: this member lost the partition while taking it up (kicked from the group?); nothing of it is handled or committed here, and franz-go revokes it at the member's next heartbeat")
-		return fmt.Errorf("%w: generation %d (%s) in force at park offset %d, this owner's is %d", errParkLate, in.gen, in.proto, in.off, gen)
+		return fmt.Errorf("%w: generation %d (%s) in force at park offset %d, this owner's is %d", errParkLate, in.Gen, in.Proto, in.Off, gen)
 	}
 	if !taken {
 		// The group's generations started again: its protocol switched (an
 		// empty classic group became a consumer group, whose member
 		// epochs start near 1, or back). A reset fence starts the
 		// comparison again from this owner's.
-		l.Warn().Int32("generation_in_force", in.gen).Str("protocol_in_force", in.proto).Int64("fence_in_force", in.off).Str("protocol", proto).
+		l.Warn().Int32("generation_in_force", in.Gen).Str("protocol_in_force", in.Proto).Int64("fence_in_force", in.Off).Str("protocol", proto).
 			Msg("park: the fence in force is of the other group protocol and a higher generation: the group's protocol switched and its generations started again; a reset fence starts the comparison from this owner's")
 		reset, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, proto, ids.source, true))
 		if err != nil {
@@ -184,10 +185,10 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		if err != nil {
 			return err
 		}
-		own.reset = true
+		own.Reset = true
 		p.mu.Lock()
 		ignored += replayAll(set, more)
-		taken = set.replay(reset, own, time.Now())
+		taken = set.Replay(reset, own, time.Now())
 		p.mu.Unlock()
 		if !taken {
 			return fmt.Errorf("%w: this owner's reset fence at park offset %d is not in force", errParkTopicBad, reset)
@@ -195,22 +196,23 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pk.tail, p.pk.ids, p.pk.rebuilt = set.end, ids, true
+	p.pk.tail, p.pk.ids, p.pk.rebuilt = set.End(), ids, true
 	p.tr.version++
 	ev := l.Debug() // one line per partition at each assignment: Info only when it found something parked
-	if set.records > 0 || set.counts(now).held > 0 {
+	n := set.Counts(now)
+	if n.Records > 0 || n.Held > 0 {
 		ev = l.Info()
 	}
 	ev.Int64("park_from", start).Int("entries", len(entries)).Int("ignored", ignored).
-		Int("parked_sessions", set.counts(now).sessions).Int("parked_records", set.records).Msg("park: parked sessions rebuilt")
+		Int("parked_sessions", n.Sessions).Int("parked_records", n.Records).Msg("park: parked sessions rebuilt")
 	return nil
 }
 
 // replayAll replays entries into set and returns how many it ignored (not
 // the group's own, or not in force).
-func replayAll(set *parkSet, entries []loggedEntry) (ignored int) {
+func replayAll(set *parkset.Set, entries []loggedEntry) (ignored int) {
 	for _, le := range entries {
-		if !set.replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
+		if !set.Replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
 			ignored++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,7 +29,7 @@ func releaseEvery(delay time.Duration) time.Duration {
 // release is the release marker of session for park partition (source,
 // part), written by an operator: it carries no owner's epoch.
 func (io *parkIO) release(source string, part int32, session string) *kgo.Record {
-	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(session), Headers: io.meta(parkRelease, session, -1)}
+	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(session), Headers: io.meta(parkset.KindRelease, session, -1)}
 }
 
 // ReleaseHeld releases session, held after its park retry budget was
@@ -124,7 +125,7 @@ func (c *Consumer) pickUpReleases(ctx context.Context) {
 func (p *partition) parkHolds() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pk != nil && p.pk.unavailable == nil && !p.fenced && p.pk.set.counts(time.Time{}).held > 0
+	return p.pk != nil && p.pk.unavailable == nil && !p.fenced && p.pk.set.Counts(time.Time{}).Held > 0
 }
 
 // parkTail is where p's next look for releases starts.
@@ -143,16 +144,12 @@ func (p *partition) parkReleases(entries []loggedEntry, end int64, now time.Time
 		return nil
 	}
 	var out []string
-	set := p.pk.set
 	for _, le := range entries {
-		if le.e.kind != parkRelease || le.e.group != set.w.group {
-			continue
-		}
-		// A release written before the session's hold (a second release
-		// of an earlier hold, read late) is not for this hold: a rebuild,
-		// replaying in offset order, would not apply it either.
-		if ss := set.sessions[le.e.session]; ss != nil && ss.held && le.off > ss.holdOffset && set.release(le.e.session, now) {
-			out = append(out, le.e.session)
+		// Only a release of p's group, written after the session's hold
+		// (parkset.Set.ApplyRelease): a second release of an earlier hold,
+		// read late, is not for this hold.
+		if p.pk.set.ApplyRelease(le.off, le.e, now) {
+			out = append(out, le.e.Session)
 		}
 	}
 	p.pk.tail = max(p.pk.tail, end)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
 // TestReleaseHeld: a session held after its park budget was spent is
@@ -80,24 +82,36 @@ func TestReleaseHeld(t *testing.T) {
 // of an earlier hold) does not release a later hold.
 func TestReleasePickupMatchesItsHold(t *testing.T) {
 	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 10, nil)
-	p.enablePark(parkRules{delay: time.Second, maxDelay: time.Second, maxAttempts: 1}, "g", 1, "classic")
+	p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 1}, "g", 1, "classic")
 	now := time.Now()
 	p.mu.Lock()
-	p.pk.set.add("s", 8, 100, now)
-	p.pk.set.held("s", 99, 10)
+	p.pk.set.Add("s", 8, 100, now)
+	p.pk.set.Held("s", 99, 10)
 	p.mu.Unlock()
 	release := func(off int64) loggedEntry {
-		return loggedEntry{off: off, e: parkEntry{kind: parkRelease, group: "g", session: "s", epoch: -1}}
+		return loggedEntry{off: off, e: parkset.Entry{Kind: parkset.KindRelease, Group: "g", Session: "s", Epoch: -1}}
 	}
-	if got := p.parkReleases([]loggedEntry{release(5)}, 11, now); len(got) != 0 || !p.pk.set.sessions["s"].held {
+	// held reports whether s is held; s stays parked throughout (its
+	// record at source offset 100).
+	held := func() bool {
+		t.Helper()
+		for _, ps := range p.pk.set.ParkedSessions() {
+			if ps.Session == "s" {
+				return ps.Held
+			}
+		}
+		t.Fatal("s not parked")
+		return false
+	}
+	if got := p.parkReleases([]loggedEntry{release(5)}, 11, now); len(got) != 0 || !held() {
 		t.Fatalf("a release written before the hold released %v", got)
 	}
 	other := release(12)
-	other.e.group = "h"
+	other.e.Group = "h"
 	if got := p.parkReleases([]loggedEntry{other}, 13, now); len(got) != 0 {
 		t.Fatalf("another group's release released %v", got)
 	}
-	if got := p.parkReleases([]loggedEntry{release(14)}, 15, now); !slices.Equal(got, []string{"s"}) || p.pk.set.sessions["s"].held {
+	if got := p.parkReleases([]loggedEntry{release(14)}, 15, now); !slices.Equal(got, []string{"s"}) || held() {
 		t.Fatalf("a release written after the hold: released %v", got)
 	}
 }

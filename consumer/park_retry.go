@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,7 +42,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		// per logRepeatEvery, with the count of the others.
 		if ok, n := c.parkLog.allow(fmt.Sprintf("%s/%d", p.key.topic, p.key.partition), time.Now()); ok {
 			c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", w.lane).
-				Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+				Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.ParkOffset).Int64("offset", h.SrcOffset).
 				Int("suppressed", n).Msg("park: cannot read the parked record back for its retry; it is tried again after the park delay")
 		}
 		p.parkRetryLater(w.lane, time.Now())
@@ -49,7 +50,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	}
 	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
-		Attempt: inLane + h.retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
+		Attempt: inLane + h.Retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
 	// The breaker holds a parked retry as any attempt: during an outage
 	// that opened it, a parked head waits (or probes) instead of spending
 	// its park budget, and a failure while it is open is excused.
@@ -71,7 +72,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	switch {
 	case err == nil:
 		c.stats.processed.Add(1)
-		c.parkMark(p, parkDone, w.lane, h.srcOffset)
+		c.parkMark(p, parkset.KindDone, w.lane, h.SrcOffset)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
 	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
@@ -79,7 +80,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on
 		if c.parkDeadLetter(rw, err, permanentReason(err)) {
-			c.parkMark(p, parkDone, w.lane, h.srcOffset)
+			c.parkMark(p, parkset.KindDone, w.lane, h.SrcOffset)
 		}
 	case !p.parkFailed(w.lane, now):
 		c.stats.retries.Add(1)
@@ -88,41 +89,41 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		if !c.parkDeadLetter(rw, err, ReasonParkExhausted) {
 			return
 		}
-		kind := parkDone
+		kind := parkset.KindDone
 		if c.cfg.Park.OnExhausted == ParkHold {
-			kind = parkHold
+			kind = parkset.KindHold
 		}
-		c.parkMark(p, kind, w.lane, h.srcOffset)
+		c.parkMark(p, kind, w.lane, h.SrcOffset)
 	}
 }
 
 // parkAttempted writes the attempt marker of lane's head h after its
-// failed retry (h.retries+1 of them now): a rebuild after a hand-over or
+// failed retry (h.Retries+1 of them now): a rebuild after a hand-over or
 // a restart keeps the budget spent and the backoff, instead of starting
 // both again (with every parked head due at once). A write that fails
 // until the partition is fenced loses only that count.
-func (c *Consumer) parkAttempted(p *partition, lane string, h parkedRecord) {
-	c.parkWrite(p, c.park.attempt(p.key.topic, p.key.partition, lane, h.srcOffset, p.parkEpoch(), h.retries+1))
+func (c *Consumer) parkAttempted(p *partition, lane string, h parkset.Record) {
+	c.parkWrite(p, c.park.attempt(p.key.topic, p.key.partition, lane, h.SrcOffset, p.parkEpoch(), h.Retries+1))
 }
 
 // parkLost handles parked head h of lane, deleted from the park topic and
 // from its source partition before its retry (gone says how): nothing can
 // retry it, so its loss is dead-lettered (ReasonParkLost: provenance, no
 // content) and its session goes on, instead of staying parked for good.
-func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone error) {
-	r := &kgo.Record{Topic: p.key.topic, Partition: p.key.partition, Offset: h.srcOffset,
+func (c *Consumer) parkLost(p *partition, lane string, h parkset.Record, gone error) {
+	r := &kgo.Record{Topic: p.key.topic, Partition: p.key.partition, Offset: h.SrcOffset,
 		Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(lane)}}}
 	w := &work{rec: r, p: p, seq: parkSeq, session: lane, lane: lane}
-	w.msg.Attempt = h.retries
+	w.msg.Attempt = h.Retries
 	if !c.silenceWait(w) { // the partition may be another member's by now
 		p.parkAbandon(lane)
 		return
 	}
 	c.log().Error().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("session", lane).
-		Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.parkOffset).Int64("offset", h.srcOffset).
+		Str("park_topic", c.park.topic(p.key.topic)).Int64("park_offset", h.ParkOffset).Int64("offset", h.SrcOffset).
 		Msg("park: parked record deleted from the park topic and from its source partition (retention) before its retry: its loss is dead-lettered (reason park-lost) and its session goes on; keep both topics' retention longer than the longest park delay plus an outage")
 	if c.parkDeadLetter(w, gone, ReasonParkLost) {
-		c.parkMark(p, parkDone, lane, h.srcOffset)
+		c.parkMark(p, parkset.KindDone, lane, h.SrcOffset)
 	}
 }
 
@@ -132,15 +133,15 @@ func (c *Consumer) parkLost(p *partition, lane string, h parkedRecord, gone erro
 // its copy is gone). A copy removed by retention is read from the source
 // partition instead (the same record) while that one still has it; so is
 // the record of a stub (park_size.go).
-func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, int, error) {
+func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int, error) {
 	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 	defer cancel()
 	ahead := p.parkAhead()
-	r := ahead.take(h.parkOffset)
+	r := ahead.take(h.ParkOffset)
 	if r == nil {
 		var after []*kgo.Record
 		var err error
-		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.parkOffset)
+		r, after, err = c.park.readAt(ctx, c.park.topic(p.key.topic), p.key.partition, h.ParkOffset)
 		if errors.Is(err, errRecordGone) {
 			src, err := c.readSource(ctx, p, h, err)
 			return src, 0, err
@@ -151,11 +152,11 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, int, e
 		ahead.keep(p.parkNeeded(after))
 	}
 	e, src, err := parseEntry(r)
-	if err == nil && (e.kind != parkRecord || e.src != h.srcOffset || e.group != c.cfg.Group) {
+	if err == nil && (e.Kind != parkset.KindRecord || e.Src != h.SrcOffset || e.Group != c.cfg.Group) {
 		// Another entry at its offset: the park topic was made again
 		// while parked. The source partition still has the record.
 		err = fmt.Errorf("%w: park topic %s/%d: the entry at %d is no parked copy of source offset %d",
-			errRecordGone, r.Topic, r.Partition, h.parkOffset, h.srcOffset)
+			errRecordGone, r.Topic, r.Partition, h.ParkOffset, h.SrcOffset)
 		src, err := c.readSource(ctx, p, h, err)
 		return src, 0, err
 	}
@@ -170,12 +171,12 @@ func (c *Consumer) readParked(p *partition, h parkedRecord) (*kgo.Record, int, e
 
 // readSource reads parked head h from its source partition: its copy is
 // gone from the park topic (gone says how).
-func (c *Consumer) readSource(ctx context.Context, p *partition, h parkedRecord, gone error) (*kgo.Record, error) {
-	src, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
+func (c *Consumer) readSource(ctx context.Context, p *partition, h parkset.Record, gone error) (*kgo.Record, error) {
+	src, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.SrcOffset)
 	if err != nil {
 		return nil, fmt.Errorf("parked copy gone from the park topic (%v), nor read from its source partition: %w", gone, err)
 	}
-	c.log().Warn().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.srcOffset).
+	c.log().Warn().Err(gone).Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", h.SrcOffset).
 		Msg("park: parked copy not in the park topic; retried from its source partition: keep the park topic's retention longer than the longest park delay plus an outage, and do not make the topic again while sessions are parked")
 	return src, nil
 }
@@ -196,11 +197,11 @@ func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
 // a session catching up drains its parked records one after the other,
 // not one per park loop tick, so it is unparked even while its producer
 // keeps sending. Nothing is due after a hold marker.
-func (c *Consumer) parkMark(p *partition, kind parkKind, lane string, through int64) {
+func (c *Consumer) parkMark(p *partition, kind parkset.Kind, lane string, through int64) {
 	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
 	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
 		c.queueParkRetry(p, lane)
-	} else if ok && kind == parkDone && !p.stillParked(lane) { // the lane runs this: nothing parks it meanwhile
+	} else if ok && kind == parkset.KindDone && !p.stillParked(lane) { // the lane runs this: nothing parks it meanwhile
 		c.logUnparked(p, lane, through)
 	}
 }

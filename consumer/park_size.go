@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -196,15 +197,15 @@ func parkedAttempts(r *kgo.Record) int {
 // from its source partition. A record gone from it, or another record at
 // its offset (the source topic made again), is errRecordGone: its loss is
 // dead-lettered (parkLost).
-func (c *Consumer) readStub(ctx context.Context, p *partition, h parkedRecord, stub *kgo.Record) (*kgo.Record, error) {
-	r, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.srcOffset)
+func (c *Consumer) readStub(ctx context.Context, p *partition, h parkset.Record, stub *kgo.Record) (*kgo.Record, error) {
+	r, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.SrcOffset)
 	if err != nil {
 		return nil, fmt.Errorf("parked stub (park offset %d): read its record from %s/%d at %d: %w",
-			h.parkOffset, p.key.topic, p.key.partition, h.srcOffset, err)
+			h.ParkOffset, p.key.topic, p.key.partition, h.SrcOffset, err)
 	}
 	if !bytes.Equal(r.Key, stub.Key) {
 		return nil, fmt.Errorf("%w: parked stub (park offset %d): %s/%d at %d holds a record of another key than the stub's: the topic was made again",
-			errRecordGone, h.parkOffset, p.key.topic, p.key.partition, h.srcOffset)
+			errRecordGone, h.ParkOffset, p.key.topic, p.key.partition, h.SrcOffset)
 	}
 	return r, nil
 }

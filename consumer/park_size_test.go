@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -81,7 +82,7 @@ func TestParkFit(t *testing.T) {
 		t.Fatalf("a copy that cannot fit: %v %q %v; want a stub with key and provenance", stub, rec.Value, rec.Headers)
 	}
 	e, got, err := parseEntry(rec)
-	if err != nil || e.kind != parkRecord || e.src != 9 || got.Offset != 9 || len(got.Headers) != 0 {
+	if err != nil || e.Kind != parkset.KindRecord || e.Src != 9 || got.Offset != 9 || len(got.Headers) != 0 {
 		t.Fatalf("the stub reads back as %+v %+v, %v", e, got, err)
 	}
 }

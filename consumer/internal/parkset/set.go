@@ -1,8 +1,8 @@
-package consumer
+package parkset
 
 import "time"
 
-// parkSet is the parked set of one source partition: the sessions whose
+// Set is the parked set of one source partition: the sessions whose
 // records wait in its park partition, and every rule over them
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md). The lane
 // of a session asks it what to do with the session's next record or retry
@@ -13,8 +13,8 @@ import "time"
 // that a record's park copy is added and its source record marked done in
 // one step, and a commit reads the source watermark and the park position
 // as one snapshot.
-type parkSet struct {
-	rules parkRules
+type Set struct {
+	rules Rules
 	// sessions has an entry per session parked, and per session with a
 	// floor (parkedSession.floor) after it was unparked.
 	sessions map[string]*parkedSession
@@ -23,21 +23,22 @@ type parkSet struct {
 	// base is the time the set's times are kept from (as durations: a
 	// parked session's entry stays small).
 	base time.Time
-	// w are the identity rules (park_entry.go): which entries of the park
+	// w are the identity rules (entry.go): which entries of the park
 	// partition are this group's own, and the fence in force, whose park
-	// offset the current owner's entries carry (epoch).
-	w parkWriters
+	// offset the current owner's entries carry (Epoch).
+	w writers
 }
 
 // floorMark is a session's floor and the park offset of the entry (copy
 // or marker) that set it.
 type floorMark struct{ src, at int64 }
 
-// parkRules are the parts of the ParkPolicy the parked set applies.
-type parkRules struct {
-	delay, maxDelay time.Duration
-	maxAttempts     int  // failed retries of a parked head before it is dead-lettered
-	hold            bool // budget spent: hold the session (true) or release it
+// Rules are the parts of the consumer's ParkPolicy the parked set
+// applies.
+type Rules struct {
+	Delay, MaxDelay time.Duration // the park delay, and the most its backoff doubles to
+	MaxAttempts     int           // failed retries of a parked head before it is dead-lettered
+	Hold            bool          // budget spent: hold the session (true) or release it
 }
 
 // parkedSession is one session of a parked set: while parked, its parked
@@ -49,15 +50,15 @@ type parkRules struct {
 // writes), the highest source offset of it that was parked or released:
 // every record of the session at or below it was done by a lane before
 // (handled, parked or dead-lettered), so a source record delivered again
-// at or below it is done at once. Cleared by forgetBelow once the
+// at or below it is done at once. Cleared by ForgetBelow once the
 // committed source watermark passes it. The park entry that set it is
 // needed by a rebuild until then, so the park position stays at or below
 // it.
 //
-// 64 bytes and one parkedRecord per parked record
+// 64 bytes and one Record per parked record
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits).
 type parkedSession struct {
-	recs       []parkedRecord
+	recs       []Record
 	notBefore  time.Duration // since the set's base
 	holdOffset int64         // park offset of the hold marker; needed until released
 	floor      floorMark     // when hasFloor
@@ -70,37 +71,38 @@ type parkedSession struct {
 // or held.
 func (ss *parkedSession) parked() bool { return len(ss.recs) > 0 || ss.held }
 
-// parkedRecord is one parked record: where its copy is (park offset), where
+// Record is one parked record: where its copy is (park offset), where
 // it came from (source offset), its failed retries from the park and when
 // it was parked. Its content stays in the park partition: a retry reads it
-// back (parkIO.readAt), so a parked session costs only this bookkeeping.
-type parkedRecord struct {
-	parkOffset int64
-	srcOffset  int64
+// back (the consumer's parkIO.readAt), so a parked session costs only this
+// bookkeeping.
+type Record struct {
+	ParkOffset int64
+	SrcOffset  int64
 	parkedAt   time.Duration // since the set's base
-	retries    int
+	Retries    int
 }
 
-// newParkSet is the parked set of a partition consumed by group.
-func newParkSet(r parkRules, group string) *parkSet {
-	return &parkSet{rules: r, sessions: map[string]*parkedSession{}, base: time.Now(), w: parkWriters{group: group}}
+// New is the parked set of a partition consumed by group.
+func New(r Rules, group string) *Set {
+	return &Set{rules: r, sessions: map[string]*parkedSession{}, base: time.Now(), w: writers{group: group}}
 }
 
 // since is t as the set keeps it: the time from its base.
-func (ps *parkSet) since(t time.Time) time.Duration { return t.Sub(ps.base) }
+func (ps *Set) since(t time.Time) time.Duration { return t.Sub(ps.base) }
 
 // at is the time the set keeps as d.
-func (ps *parkSet) at(d time.Duration) time.Time { return ps.base.Add(d) }
+func (ps *Set) at(d time.Duration) time.Time { return ps.base.Add(d) }
 
-// isParked reports whether session s is parked: its next record is to be
+// IsParked reports whether session s is parked: its next record is to be
 // forwarded to the park partition, not handled.
-func (ps *parkSet) isParked(s string) bool {
+func (ps *Set) IsParked(s string) bool {
 	ss := ps.sessions[s]
 	return ss != nil && ss.parked()
 }
 
 // entry returns session s's entry, made when it has none.
-func (ps *parkSet) entry(s string) *parkedSession {
+func (ps *Set) entry(s string) *parkedSession {
 	ss := ps.sessions[s]
 	if ss == nil {
 		ss = &parkedSession{holdOffset: -1}
@@ -110,58 +112,58 @@ func (ps *parkSet) entry(s string) *parkedSession {
 }
 
 // tidy drops session s's entry once it is neither parked nor has a floor.
-func (ps *parkSet) tidy(s string, ss *parkedSession) {
+func (ps *Set) tidy(s string, ss *parkedSession) {
 	if !ss.parked() && !ss.hasFloor {
 		delete(ps.sessions, s)
 	}
 }
 
-// seen reports whether the record of session s at source offset off was
+// Seen reports whether the record of session s at source offset off was
 // done before (parked, or handled before a later record of s was parked):
 // a record delivered again after a crash or a handover, done at once.
-func (ps *parkSet) seen(s string, off int64) bool {
+func (ps *Set) Seen(s string, off int64) bool {
 	ss := ps.sessions[s]
 	return ss != nil && ss.hasFloor && off <= ss.floor.src
 }
 
-// add records that the copy of session s's source record srcOff is in the
+// Add records that the copy of session s's source record srcOff is in the
 // park partition at parkOff (acknowledged). The session is parked if it
 // was not; its head is due delay after now. It reports false for a copy
 // already known (a duplicate write): nothing changes.
-func (ps *parkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
+func (ps *Set) Add(s string, parkOff, srcOff int64, now time.Time) bool {
 	ps.end = max(ps.end, parkOff+1)
-	if ps.seen(s, srcOff) {
+	if ps.Seen(s, srcOff) {
 		return false
 	}
 	ss := ps.entry(s)
 	if !ss.parked() {
-		ss.notBefore, ss.retrying = ps.since(now.Add(ps.rules.delay)), false
+		ss.notBefore, ss.retrying = ps.since(now.Add(ps.rules.Delay)), false
 	}
 	ss.floor, ss.hasFloor = floorMark{srcOff, parkOff}, true
-	ss.recs = append(ss.recs, parkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: ps.since(now)})
+	ss.recs = append(ss.recs, Record{ParkOffset: parkOff, SrcOffset: srcOff, parkedAt: ps.since(now)})
 	ps.records++
 	return true
 }
 
-// needs reports whether the copy at park offset off is a parked record of
+// Needs reports whether the copy at park offset off is a parked record of
 // session s still waiting for a retry.
-func (ps *parkSet) needs(s []byte, off int64) bool {
+func (ps *Set) Needs(s []byte, off int64) bool {
 	ss := ps.sessions[string(s)]
 	if ss == nil {
 		return false
 	}
 	for _, r := range ss.recs {
-		if r.parkOffset == off {
+		if r.ParkOffset == off {
 			return true
 		}
 	}
 	return false
 }
 
-// due returns the sessions whose head may be retried at now and marks each
+// Due returns the sessions whose head may be retried at now and marks each
 // as retrying: a retry of its head is to be queued in its lane. Held
 // sessions and those with a retry under way are not due.
-func (ps *parkSet) due(now time.Time) []string {
+func (ps *Set) Due(now time.Time) []string {
 	var out []string
 	at := ps.since(now)
 	for s, ss := range ps.sessions {
@@ -173,9 +175,9 @@ func (ps *parkSet) due(now time.Time) []string {
 	return out
 }
 
-// dueNow marks session s as retrying and reports true when its head may
-// be retried at now (as due does for every session).
-func (ps *parkSet) dueNow(s string, now time.Time) bool {
+// DueNow marks session s as retrying and reports true when its head may
+// be retried at now (as Due does for every session).
+func (ps *Set) DueNow(s string, now time.Time) bool {
 	ss := ps.sessions[s]
 	if ss == nil || ss.retrying || ss.held || len(ss.recs) == 0 || ps.since(now) < ss.notBefore {
 		return false
@@ -184,51 +186,51 @@ func (ps *parkSet) dueNow(s string, now time.Time) bool {
 	return true
 }
 
-// head returns the parked head of session s: the record to retry.
-func (ps *parkSet) head(s string) (parkedRecord, bool) {
+// Head returns the parked head of session s: the record to retry.
+func (ps *Set) Head(s string) (Record, bool) {
 	ss := ps.sessions[s]
 	if ss == nil || len(ss.recs) == 0 {
-		return parkedRecord{}, false
+		return Record{}, false
 	}
 	return ss.recs[0], true
 }
 
-// retryAbandoned ends a retry of s's head that was not made (its
+// RetryAbandoned ends a retry of s's head that was not made (its
 // partition fenced, or its copy unreadable for now): the head is due again.
-func (ps *parkSet) retryAbandoned(s string) {
+func (ps *Set) RetryAbandoned(s string) {
 	if ss := ps.sessions[s]; ss != nil {
 		ss.retrying = false
 	}
 }
 
-// retryLater ends a retry of s's head that could not be made for now (its
+// RetryLater ends a retry of s's head that could not be made for now (its
 // copy not read back): the head is due again after the park delay, its
 // budget untouched.
-func (ps *parkSet) retryLater(s string, now time.Time) {
+func (ps *Set) RetryLater(s string, now time.Time) {
 	if ss := ps.sessions[s]; ss != nil {
 		ss.retrying = false
-		ss.notBefore = ps.since(now.Add(ps.rules.delay))
+		ss.notBefore = ps.since(now.Add(ps.rules.Delay))
 	}
 }
 
-// failed records that the retry of s's head failed. With budget left the
+// Failed records that the retry of s's head failed. With budget left the
 // head is due after the park backoff; deadLetter is true when the budget
 // is spent: the caller writes the head to the DLQ and, once acknowledged,
-// a marker through its source offset: a hold marker (held) when
-// rules.hold, else a done marker (done). The head stays retrying, so not
+// a marker through its source offset: a hold marker (Held) when
+// Rules.Hold, else a done marker (Done). The head stays retrying, so not
 // due, meanwhile.
-func (ps *parkSet) failed(s string, now time.Time) (deadLetter bool) {
+func (ps *Set) Failed(s string, now time.Time) (deadLetter bool) {
 	ss := ps.sessions[s]
 	if ss == nil || len(ss.recs) == 0 {
 		return false
 	}
 	h := &ss.recs[0]
-	h.retries++
-	if h.retries >= ps.rules.maxAttempts {
+	h.Retries++
+	if h.Retries >= ps.rules.MaxAttempts {
 		return true
 	}
 	ss.retrying = false
-	ss.notBefore = ps.since(now.Add(ps.backoff(h.retries)))
+	ss.notBefore = ps.since(now.Add(ps.backoff(h.Retries)))
 	return false
 }
 
@@ -236,28 +238,28 @@ func (ps *parkSet) failed(s string, now time.Time) (deadLetter bool) {
 // written at: the retry of its head at source offset src had failed
 // retries times by then. When that head is still s's head it takes the
 // count (a rebuild keeps the budget spent) and is due the backoff after.
-func (ps *parkSet) attempted(s string, src int64, retries int, parkOff int64, at time.Time) {
+func (ps *Set) attempted(s string, src int64, retries int, parkOff int64, at time.Time) {
 	ps.end = max(ps.end, parkOff+1)
 	ss := ps.sessions[s]
-	if ss == nil || len(ss.recs) == 0 || ss.recs[0].srcOffset != src || ss.recs[0].retries >= retries {
+	if ss == nil || len(ss.recs) == 0 || ss.recs[0].SrcOffset != src || ss.recs[0].Retries >= retries {
 		return
 	}
-	ss.recs[0].retries = retries
+	ss.recs[0].Retries = retries
 	ss.notBefore = ps.since(at.Add(ps.backoff(retries)))
 }
 
-// backoff is the delay before the retry after n failed ones: delay
-// doubling, at most maxDelay.
-func (ps *parkSet) backoff(n int) time.Duration {
-	d := ps.rules.delay
-	for i := 0; i < n && d < ps.rules.maxDelay; i++ {
+// backoff is the delay before the retry after n failed ones: Delay
+// doubling, at most MaxDelay.
+func (ps *Set) backoff(n int) time.Duration {
+	d := ps.rules.Delay
+	for i := 0; i < n && d < ps.rules.MaxDelay; i++ {
 		d *= 2
 	}
-	return min(d, ps.rules.maxDelay)
+	return min(d, ps.rules.MaxDelay)
 }
 
-func (ps *parkSet) dropHead(ss *parkedSession) {
-	ss.recs[0] = parkedRecord{}
+func (ps *Set) dropHead(ss *parkedSession) {
+	ss.recs[0] = Record{}
 	ss.recs = ss.recs[1:]
 	if len(ss.recs) == 0 {
 		ss.recs = nil
@@ -267,42 +269,42 @@ func (ps *parkSet) dropHead(ss *parkedSession) {
 
 // dropThrough drops the session's records at or below source offset
 // through, and raises its floor to it (set by the marker at parkOff).
-func (ps *parkSet) dropThrough(ss *parkedSession, through, parkOff int64) {
+func (ps *Set) dropThrough(ss *parkedSession, through, parkOff int64) {
 	if !ss.hasFloor || ss.floor.src <= through {
 		ss.floor, ss.hasFloor = floorMark{through, parkOff}, true
 	}
-	for len(ss.recs) > 0 && ss.recs[0].srcOffset <= through {
+	for len(ss.recs) > 0 && ss.recs[0].SrcOffset <= through {
 		ps.dropHead(ss)
 	}
 }
 
-// done records a done marker of s through source offset through, at park
+// Done records a done marker of s through source offset through, at park
 // offset parkOff (acknowledged, or read by the rebuild): s's parked records
 // at or below it are done (handled, or dead-lettered with the release
 // policy), a hold is lifted, the next head is due at once, and with none
 // left the session is unparked: its next source record is handled.
-func (ps *parkSet) done(s string, through, parkOff int64, now time.Time) {
+func (ps *Set) Done(s string, through, parkOff int64, now time.Time) {
 	ps.end = max(ps.end, parkOff+1)
 	ss := ps.entry(s)
 	ps.dropThrough(ss, through, parkOff)
 	ss.held, ss.holdOffset, ss.retrying, ss.notBefore = false, -1, false, ps.since(now)
 }
 
-// held records a hold marker of s through source offset through (its
+// Held records a hold marker of s through source offset through (its
 // dead-lettered head), at park offset parkOff: the session stays parked,
 // not retried, its later records forwarded behind it, until a done marker
 // or release.
-func (ps *parkSet) held(s string, through, parkOff int64) {
+func (ps *Set) Held(s string, through, parkOff int64) {
 	ps.end = max(ps.end, parkOff+1)
 	ss := ps.entry(s)
 	ps.dropThrough(ss, through, parkOff)
 	ss.held, ss.retrying, ss.holdOffset = true, false, parkOff
 }
 
-// release lets a held session be retried again at once (an operator's
+// Release lets a held session be retried again at once (an operator's
 // decision); it reports whether s was held. With nothing parked the
 // session is unparked.
-func (ps *parkSet) release(s string, now time.Time) bool {
+func (ps *Set) Release(s string, now time.Time) bool {
 	ss := ps.sessions[s]
 	if ss == nil || !ss.held {
 		return false
@@ -312,17 +314,17 @@ func (ps *parkSet) release(s string, now time.Time) bool {
 	return true
 }
 
-// position is the park position to commit: the lowest park offset still
+// Position is the park position to commit: the lowest park offset still
 // needed (a parked record not done, a hold marker in force, the entry that
 // set a floor not yet forgotten), or end when none is.
-func (ps *parkSet) position() int64 {
+func (ps *Set) Position() int64 {
 	pos := ps.end
 	for _, ss := range ps.sessions {
 		if ss.hasFloor {
 			pos = min(pos, ss.floor.at)
 		}
 		if len(ss.recs) > 0 {
-			pos = min(pos, ss.recs[0].parkOffset) // the lowest: records are added in park order
+			pos = min(pos, ss.recs[0].ParkOffset) // the lowest: records are added in park order
 		}
 		if ss.held && ss.holdOffset >= 0 {
 			pos = min(pos, ss.holdOffset)
@@ -331,9 +333,9 @@ func (ps *parkSet) position() int64 {
 	return pos
 }
 
-// forgetBelow drops the floors no source record can be delivered again
+// ForgetBelow drops the floors no source record can be delivered again
 // for: once the committed source watermark wm passes a session's floor.
-func (ps *parkSet) forgetBelow(wm int64) {
+func (ps *Set) ForgetBelow(wm int64) {
 	for s, ss := range ps.sessions {
 		if ss.hasFloor && ss.floor.src < wm {
 			ss.hasFloor = false
@@ -342,23 +344,72 @@ func (ps *parkSet) forgetBelow(wm int64) {
 	}
 }
 
-// parkCounts is what Stats shows of a parked set.
-type parkCounts struct {
-	sessions, records, held int
-	oldest                  time.Duration // age of the oldest parked record
+// End is one past the highest park offset the set has seen; 0 before
+// any.
+func (ps *Set) End() int64 { return ps.end }
+
+// Parked is one parked session as the set keeps it, for InspectParked
+// and the consumer's tests: whether it is held, its parked records'
+// source offsets in order, when its head was parked and its failed
+// retries (zero without a head), whether a retry of its head is under
+// way and when its head may be retried.
+type Parked struct {
+	Session   string
+	Held      bool
+	Offsets   []int64
+	Since     time.Time
+	Retries   int
+	Retrying  bool
+	NotBefore time.Time
 }
 
-func (ps *parkSet) counts(now time.Time) parkCounts {
-	c := parkCounts{records: ps.records}
-	for _, ss := range ps.sessions {
-		if ss.parked() {
-			c.sessions++
+// ParkedSessions returns the parked sessions (not those with only a
+// floor), in no order.
+func (ps *Set) ParkedSessions() []Parked {
+	var out []Parked
+	for s, ss := range ps.sessions {
+		if !ss.parked() {
+			continue
 		}
-		if ss.held {
-			c.held++
+		p := Parked{Session: s, Held: ss.held, Retrying: ss.retrying, NotBefore: ps.at(ss.notBefore)}
+		for _, r := range ss.recs {
+			p.Offsets = append(p.Offsets, r.SrcOffset)
 		}
 		if len(ss.recs) > 0 {
-			c.oldest = max(c.oldest, ps.since(now)-ss.recs[0].parkedAt)
+			p.Since, p.Retries = ps.at(ss.recs[0].parkedAt), ss.recs[0].Retries
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Expedite makes session s's head due at once, touching nothing else (a
+// retry under way stays so). The consumer never calls it: its tests do,
+// to retry a parked head without waiting out its delay.
+func (ps *Set) Expedite(s string) {
+	if ss := ps.sessions[s]; ss != nil {
+		ss.notBefore = 0
+	}
+}
+
+// Counts is what the consumer's Stats show of a parked set.
+type Counts struct {
+	Sessions, Records, Held int           // sessions parked, records parked, and of the sessions those held
+	Oldest                  time.Duration // age of the oldest parked record
+}
+
+// Counts are the set's counts at now.
+func (ps *Set) Counts(now time.Time) Counts {
+	c := Counts{Records: ps.records}
+	for _, ss := range ps.sessions {
+		if ss.parked() {
+			c.Sessions++
+		}
+		if ss.held {
+			c.Held++
+		}
+		if len(ss.recs) > 0 {
+			c.Oldest = max(c.Oldest, ps.since(now)-ss.recs[0].parkedAt)
 		}
 	}
 	return c

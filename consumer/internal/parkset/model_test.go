@@ -1,4 +1,4 @@
-package consumer
+package parkset
 
 import (
 	"fmt"
@@ -21,14 +21,14 @@ import (
 // snapshot, and crashes at random: between a park write and its
 // acknowledgement, between a retry and its marker, at any step; a revoke is
 // a commit and a hand-over to a new owner that rebuilds the parked set from
-// the park log. Every parkSet decision is the real one.
+// the park log. Every Set decision is the real one.
 //
 // The reference is what a plain lanes partition promises: every session's
 // records are first handled (or dead-lettered) in source order; none is
 // lost; a record is handled again only if a crash came after its handling
 // and before that handling was durable (in a commit, or in a marker).
 //
-// The world outside the group is in the park log too (parkWriters' rules):
+// The world outside the group is in the park log too (writers' rules):
 // another group parking the same sessions of the same topic writes its
 // copies, markers and fences (with generations of its own) to the same
 // park partition, and so does a writer that names no group; a member that
@@ -44,7 +44,18 @@ import (
 // topic. Nothing another group or a former owner wrote changes what this
 // group handles.
 
-type pmEntry = parkEntry
+type pmEntry = Entry
+
+// pmCommit is the park section of the group's commit: the park position
+// and the fence in force there. It is the consumer's parkCommit less the
+// topic IDs: the model gives the identity rules the source topic's ID
+// itself (SetTopicID), and drops the section when the topic is made again.
+type pmCommit struct {
+	pos   int64
+	fence Fence
+}
+
+var pmNoCommit = pmCommit{pos: -1, fence: NoFence}
 
 type pmItem struct {
 	src   int64
@@ -53,7 +64,7 @@ type pmItem struct {
 
 // pmMember is one owner's in-memory state: lost in a crash.
 type pmMember struct {
-	ps    *parkSet
+	ps    *Set
 	done  map[int64]bool // source records done in this assignment
 	pos   int64          // next source offset to fetch
 	lanes map[string][]pmItem
@@ -90,7 +101,7 @@ type parkModel struct {
 	dlq    []int64
 	commit struct {
 		wm int64
-		pc parkCommit // the park section; pos -1: none
+		pc pmCommit // the park section; pos -1: none
 	}
 	cdone   map[int64]bool // completed offsets above the committed watermark
 	events  map[int64]int  // handled or dead-lettered, per source offset
@@ -114,7 +125,7 @@ func newParkModel(t *testing.T, seed uint64) *parkModel {
 	rng := rand.New(rand.NewPCG(seed, 19))
 	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, stuck: map[string]bool{},
 		now: time.Unix(1e9, 0), topicID: "t0", lateAt: -1}
-	pm.commit.pc = noParkCommit
+	pm.commit.pc = pmNoCommit
 	pm.source()
 	pm.rebase(0)
 	pm.restart()
@@ -146,8 +157,8 @@ func (pm *parkModel) rebase(from int64) {
 	}
 }
 
-func (pm *parkModel) rules() parkRules {
-	return parkRules{delay: time.Second, maxDelay: 8 * time.Second, maxAttempts: 2 + pm.rng.IntN(3), hold: pm.hold}
+func (pm *parkModel) rules() Rules {
+	return Rules{Delay: time.Second, MaxDelay: 8 * time.Second, MaxAttempts: 2 + pm.rng.IntN(3), Hold: pm.hold}
 }
 
 const pmGroup = "g"
@@ -158,30 +169,30 @@ const pmGroup = "g"
 // fence, late.
 func (pm *parkModel) restart() {
 	if pm.m != nil && pm.rng.IntN(4) == 0 {
-		pm.late = &pmEntry{kind: parkFence, group: pmGroup, gen: pm.m.gen, topicID: pm.topicID, epoch: -1}
+		pm.late = &pmEntry{Kind: KindFence, Group: pmGroup, Gen: pm.m.gen, TopicID: pm.topicID, Epoch: -1}
 	}
 	pm.gen++
 	pm.unsure = nil
-	m := &pmMember{ps: newParkSet(pm.rules(), pmGroup), done: map[int64]bool{}, pos: pm.commit.wm,
+	m := &pmMember{ps: New(pm.rules(), pmGroup), done: map[int64]bool{}, pos: pm.commit.wm,
 		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: maps.Clone(pm.parkFails), gen: pm.gen}
-	m.ps.w.topicID = pm.topicID
+	m.ps.SetTopicID(pm.topicID)
 	pm.m = m
-	fence, _ := pm.write(pmEntry{kind: parkFence, group: pmGroup, gen: m.gen, topicID: pm.topicID}) // never crashes: see write
+	fence, _ := pm.write(pmEntry{Kind: KindFence, Group: pmGroup, Gen: m.gen, TopicID: pm.topicID}) // never crashes: see write
 	start := pm.commit.pc.pos
 	if start < 0 { // nothing before the fence is the group's: no attempt marker either
 		start = fence
 		clear(pm.parkFails)
 		clear(m.parkFails)
 	}
-	m.ps.begin(start, pm.commit.pc.fence)
+	m.ps.Begin(start, pm.commit.pc.fence)
 	for i := start; i < fence; i++ {
-		if !m.ps.replay(i, pm.park[i], pm.now) {
+		if !m.ps.Replay(i, pm.park[i], pm.now) {
 			e := pm.park[i]
-			pm.step("rebuild ignores park[%d] %c of %q epoch %d gen %d", i, e.kind, e.group, e.epoch, e.gen)
+			pm.step("rebuild ignores park[%d] %c of %q epoch %d gen %d", i, e.Kind, e.Group, e.Epoch, e.Gen)
 		}
 	}
-	if !m.ps.replay(fence, pm.park[fence], pm.now) {
-		pm.fail("the new owner's own fence at park[%d] (generation %d) not taken: in force %+v", fence, m.gen, m.ps.w.inForce())
+	if !m.ps.Replay(fence, pm.park[fence], pm.now) {
+		pm.fail("the new owner's own fence at park[%d] (generation %d) not taken: in force %+v", fence, m.gen, m.ps.InForce())
 	}
 }
 
@@ -194,21 +205,21 @@ func (pm *parkModel) foreign() {
 		group = ""
 	}
 	s := pm.src[pm.rng.IntN(len(pm.src))]
-	e := pmEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkAttempt, parkFence, parkRelease}[pm.rng.IntN(6)], group: group,
-		session: s, src: int64(pm.rng.IntN(len(pm.src))), epoch: -1, gen: pm.gen + int32(pm.rng.IntN(20)) - 5, retries: 1 + pm.rng.IntN(3)}
+	e := pmEntry{Kind: []Kind{KindRecord, KindDone, KindHold, KindAttempt, KindFence, KindRelease}[pm.rng.IntN(6)], Group: group,
+		Session: s, Src: int64(pm.rng.IntN(len(pm.src))), Epoch: -1, Gen: pm.gen + int32(pm.rng.IntN(20)) - 5, Retries: 1 + pm.rng.IntN(3)}
 	if n := len(pm.other); n > 0 {
-		e.epoch = pm.other[pm.rng.IntN(n)]
+		e.Epoch = pm.other[pm.rng.IntN(n)]
 	}
 	if pm.rng.IntN(3) == 0 { // or under this group's fence: the epochs of two groups meet
-		e.epoch = pm.m.ps.epoch()
+		e.Epoch = pm.m.ps.Epoch()
 	}
 	off := int64(len(pm.park))
-	if e.kind == parkFence {
-		e.session, e.topicID = "", pm.topicID
+	if e.Kind == KindFence {
+		e.Session, e.TopicID = "", pm.topicID
 		pm.other = append(pm.other, off)
 	}
 	pm.park = append(pm.park, e)
-	pm.step("park[%d] %c %s %d epoch %d gen %d (group %q)", off, e.kind, e.session, e.src, e.epoch, e.gen, group)
+	pm.step("park[%d] %c %s %d epoch %d gen %d (group %q)", off, e.Kind, e.Session, e.Src, e.Epoch, e.Gen, group)
 }
 
 // stopped runs what an operator does while the group is stopped: reset
@@ -223,14 +234,14 @@ func (pm *parkModel) stopped() {
 			to = 0
 		}
 		pm.step("operator resets the offsets to %d (empty metadata)", to)
-		pm.commit.wm, pm.commit.pc = to, noParkCommit
+		pm.commit.wm, pm.commit.pc = to, pmNoCommit
 		pm.cdone = map[int64]bool{}
 		pm.rebase(to)
 	} else {
 		pm.topicID = fmt.Sprintf("t%d", pm.gen)
 		pm.step("source topic deleted and made again (%s)", pm.topicID)
 		pm.source()
-		pm.commit.wm, pm.commit.pc = 0, noParkCommit
+		pm.commit.wm, pm.commit.pc = 0, pmNoCommit
 		pm.cdone = map[int64]bool{}
 		pm.rebase(0)
 	}
@@ -241,7 +252,7 @@ func (pm *parkModel) stopped() {
 func (pm *parkModel) crash() {
 	pm.step("crash")
 	for i := len(pm.park) - 1; i >= 0 && pm.orphan == nil && pm.rng.IntN(3) == 0; i-- {
-		if e := pm.park[i]; e.kind == parkRecord {
+		if e := pm.park[i]; e.Kind == KindRecord {
 			pm.orphan = &e
 			break
 		}
@@ -285,42 +296,42 @@ func (pm *parkModel) event(o int64, what string) {
 // write appends e to the park log and returns its offset; false when the
 // member crashed before it saw the acknowledgement.
 func (pm *parkModel) write(e pmEntry) (int64, bool) {
-	e.group, e.epoch = pmGroup, pm.m.ps.epoch()
-	if e.kind == parkFence {
-		e.epoch = -1
+	e.Group, e.Epoch = pmGroup, pm.m.ps.Epoch()
+	if e.Kind == KindFence {
+		e.Epoch = -1
 	}
-	if o := pm.orphan; o != nil && e.kind != parkFence && pm.rng.IntN(3) == 0 {
+	if o := pm.orphan; o != nil && e.Kind != KindFence && pm.rng.IntN(3) == 0 {
 		pm.orphan = nil
 		pm.park = append(pm.park, *o)
-		if o.kind == parkRecord && o.src < int64(len(pm.src)) {
-			pm.parkAt[o.src] = int64(len(pm.park) - 1)
+		if o.Kind == KindRecord && o.Src < int64(len(pm.src)) {
+			pm.parkAt[o.Src] = int64(len(pm.park) - 1)
 		}
-		pm.step("park[%d] %c %s %d epoch %d (a former owner's write, landing late)", len(pm.park)-1, o.kind, o.session, o.src, o.epoch)
+		pm.step("park[%d] %c %s %d epoch %d (a former owner's write, landing late)", len(pm.park)-1, o.Kind, o.Session, o.Src, o.Epoch)
 	}
 	if f := pm.late; f != nil && pm.rng.IntN(3) == 0 {
 		pm.late, pm.lateAt = nil, int64(len(pm.park))
 		pm.park = append(pm.park, *f)
-		pm.step("park[%d] f gen %d (a former owner's fence, landing late)", pm.lateAt, f.gen)
+		pm.step("park[%d] f gen %d (a former owner's fence, landing late)", pm.lateAt, f.Gen)
 		if pm.orphan == nil && pm.rng.IntN(2) == 0 { // and it goes on writing under it
 			o := int64(pm.rng.IntN(len(pm.src)))
-			k := []parkKind{parkRecord, parkDone, parkHold}[pm.rng.IntN(3)]
-			pm.orphan = &pmEntry{kind: k, group: pmGroup, session: pm.src[o], src: o, epoch: pm.lateAt}
+			k := []Kind{KindRecord, KindDone, KindHold}[pm.rng.IntN(3)]
+			pm.orphan = &pmEntry{Kind: k, Group: pmGroup, Session: pm.src[o], Src: o, Epoch: pm.lateAt}
 		}
 	}
 	off := int64(len(pm.park))
 	pm.park = append(pm.park, e)
-	pm.step("park[%d] %c %s %d epoch %d", off, e.kind, e.session, e.src, e.epoch)
-	if e.kind == parkFence {
+	pm.step("park[%d] %c %s %d epoch %d", off, e.Kind, e.Session, e.Src, e.Epoch)
+	if e.Kind == KindFence {
 		return off, true
 	}
-	if e.kind == parkRecord {
-		pm.parkAt[e.src] = off // the last copy: the rebuild reads it until the park position passes it
+	if e.Kind == KindRecord {
+		pm.parkAt[e.Src] = off // the last copy: the rebuild reads it until the park position passes it
 	}
 	if pm.rng.IntN(25) == 0 {
 		pm.crash()
 		return off, false
 	}
-	if e.kind != parkRecord { // a marker makes the session's events through it durable...
+	if e.Kind != KindRecord { // a marker makes the session's events through it durable...
 		if pm.commit.pc.pos < 0 { // ...once a commit says where the group's entries start
 			pm.unsure = append(pm.unsure, e)
 		} else {
@@ -334,7 +345,7 @@ func (pm *parkModel) write(e pmEntry) (int64, bool) {
 // durable: a rebuild reads marker e.
 func (pm *parkModel) marked(e pmEntry) {
 	for o := range pm.src {
-		if pm.src[o] == e.session && int64(o) <= e.src && pm.events[int64(o)] > 0 {
+		if pm.src[o] == e.Session && int64(o) <= e.Src && pm.events[int64(o)] > 0 {
 			pm.durable[int64(o)] = true
 		}
 	}
@@ -377,11 +388,11 @@ func (pm *parkModel) laneStep(s string) {
 	}
 	o := it.src
 	switch {
-	case m.ps.seen(s, o):
+	case m.ps.Seen(s, o):
 		pm.step("seen %d", o)
 		m.done[o] = true
 		pop()
-	case m.ps.isParked(s):
+	case m.ps.IsParked(s):
 		if pm.parkRecord(s, o) {
 			pop()
 		}
@@ -403,14 +414,14 @@ func (pm *parkModel) laneStep(s string) {
 // marks the source record done, in one step. False after a crash.
 func (pm *parkModel) parkRecord(s string, o int64) bool {
 	if pm.rng.IntN(15) == 0 { // a write that timed out here and landed anyway: a second copy follows
-		pm.park = append(pm.park, pmEntry{kind: parkRecord, session: s, src: o})
+		pm.park = append(pm.park, pmEntry{Kind: KindRecord, Session: s, Src: o})
 		pm.step("park[%d] r %s %d (timed out, landed)", len(pm.park)-1, s, o)
 	}
-	off, ok := pm.write(pmEntry{kind: parkRecord, session: s, src: o})
+	off, ok := pm.write(pmEntry{Kind: KindRecord, Session: s, Src: o})
 	if !ok {
 		return false
 	}
-	pm.m.ps.add(s, off, o, pm.now)
+	pm.m.ps.Add(s, off, o, pm.now)
 	pm.m.done[o] = true
 	return true
 }
@@ -418,43 +429,43 @@ func (pm *parkModel) parkRecord(s string, o int64) bool {
 // retry runs a retry of s's parked head.
 func (pm *parkModel) retry(s string) {
 	m := pm.m
-	h, ok := m.ps.head(s)
+	h, ok := m.ps.Head(s)
 	if !ok {
-		m.ps.retryAbandoned(s)
+		m.ps.RetryAbandoned(s)
 		return
 	}
 	if !pm.failing(s) {
-		pm.event(h.srcOffset, "handled from park")
-		if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
-			pm.doneThenNext(s, h.srcOffset, off)
+		pm.event(h.SrcOffset, "handled from park")
+		if off, ok := pm.write(pmEntry{Kind: KindDone, Session: s, Src: h.SrcOffset}); ok {
+			pm.doneThenNext(s, h.SrcOffset, off)
 		}
 		return
 	}
-	m.parkFails[h.srcOffset]++
-	n := m.parkFails[h.srcOffset]
-	spent := n >= m.ps.rules.maxAttempts
-	if dead := m.ps.failed(s, pm.now); dead != spent {
-		pm.fail("record %d: failed retry %d of %d: dead-letter %v", h.srcOffset, n, m.ps.rules.maxAttempts, dead)
+	m.parkFails[h.SrcOffset]++
+	n := m.parkFails[h.SrcOffset]
+	spent := n >= m.ps.rules.MaxAttempts
+	if dead := m.ps.Failed(s, pm.now); dead != spent {
+		pm.fail("record %d: failed retry %d of %d: dead-letter %v", h.SrcOffset, n, m.ps.rules.MaxAttempts, dead)
 	}
 	if !spent {
-		pm.parkFails[h.srcOffset] = n // the marker lands, whether or not its writer sees it acknowledged
-		pm.write(pmEntry{kind: parkAttempt, session: s, src: h.srcOffset, retries: n})
+		pm.parkFails[h.SrcOffset] = n // the marker lands, whether or not its writer sees it acknowledged
+		pm.write(pmEntry{Kind: KindAttempt, Session: s, Src: h.SrcOffset, Retries: n})
 		return
 	}
-	pm.dlq = append(pm.dlq, h.srcOffset)
-	pm.event(h.srcOffset, "dead-lettered")
+	pm.dlq = append(pm.dlq, h.SrcOffset)
+	pm.event(h.SrcOffset, "dead-lettered")
 	if pm.rng.IntN(25) == 0 {
 		pm.crash() // after the DLQ write, before its marker
 		return
 	}
-	if m.ps.rules.hold {
-		if off, ok := pm.write(pmEntry{kind: parkHold, session: s, src: h.srcOffset}); ok {
-			m.ps.held(s, h.srcOffset, off)
+	if m.ps.rules.Hold {
+		if off, ok := pm.write(pmEntry{Kind: KindHold, Session: s, Src: h.SrcOffset}); ok {
+			m.ps.Held(s, h.SrcOffset, off)
 		}
 		return
 	}
-	if off, ok := pm.write(pmEntry{kind: parkDone, session: s, src: h.srcOffset}); ok {
-		pm.doneThenNext(s, h.srcOffset, off)
+	if off, ok := pm.write(pmEntry{Kind: KindDone, Session: s, Src: h.SrcOffset}); ok {
+		pm.doneThenNext(s, h.SrcOffset, off)
 	}
 }
 
@@ -462,8 +473,8 @@ func (pm *parkModel) retry(s string) {
 // (partition.parkMarked), queues the retry of the next head at once when
 // it is due, behind the retry under way.
 func (pm *parkModel) doneThenNext(s string, through, off int64) {
-	pm.m.ps.done(s, through, off, pm.now)
-	if pm.m.ps.dueNow(s, pm.now) {
+	pm.m.ps.Done(s, through, off, pm.now)
+	if pm.m.ps.DueNow(s, pm.now) {
 		pm.queueRetry(s, true)
 	}
 }
@@ -490,7 +501,7 @@ func (pm *parkModel) queueRetry(s string, chained bool) {
 // tick moves time on and queues the retries that are due.
 func (pm *parkModel) tick() {
 	pm.now = pm.now.Add(time.Duration(pm.rng.IntN(3000)) * time.Millisecond)
-	due := pm.m.ps.due(pm.now)
+	due := pm.m.ps.Due(pm.now)
 	slicesSort(due)
 	for _, s := range due {
 		pm.queueRetry(s, false)
@@ -505,9 +516,8 @@ func (pm *parkModel) commitNow() {
 	for wm < m.pos && m.done[wm] {
 		wm++
 	}
-	pos := m.ps.position()
-	m.ps.w.forgetBefore(pos)
-	pm.commit.wm, pm.commit.pc = wm, parkCommit{pos: pos, fence: m.ps.w.at(pos), ids: topicIDs{source: pm.topicID}}
+	pos := m.ps.Position()
+	pm.commit.wm, pm.commit.pc = wm, pmCommit{pos: pos, fence: m.ps.CommitFence(pos)}
 	cdone := map[int64]bool{}
 	for o := wm; o < int64(len(pm.src)); o++ {
 		if m.done[o] || (o >= m.pos && pm.cdone[o]) { // not yet fetched: still completed
@@ -530,7 +540,7 @@ func (pm *parkModel) commitNow() {
 			pm.durable[o] = true
 		}
 	}
-	m.ps.forgetBelow(wm)
+	m.ps.ForgetBelow(wm)
 }
 
 func (pm *parkModel) randomStep() {
@@ -582,14 +592,14 @@ func (pm *parkModel) randomStep() {
 				continue
 			}
 			if pm.rng.IntN(2) == 0 { // lanes park release: a marker the owner picks up, or its next owner replays
-				pm.park = append(pm.park, pmEntry{kind: parkRelease, group: pmGroup, session: s, epoch: -1})
+				pm.park = append(pm.park, pmEntry{Kind: KindRelease, Group: pmGroup, Session: s, Epoch: -1})
 				pm.step("park[%d] l %s (an operator's release marker)", len(pm.park)-1, s)
 				if pm.rng.IntN(3) == 0 {
 					pm.crash() // before the owner picked it up
 					return
 				}
 			}
-			if m.ps.release(s, pm.now) {
+			if m.ps.Release(s, pm.now) {
 				pm.step("operator releases %s", s)
 			}
 		}
@@ -617,16 +627,16 @@ func (pm *parkModel) finish() {
 			pm.laneStep(busy[0])
 			continue
 		}
-		if m.ps.counts(pm.now).sessions == 0 {
+		if m.ps.Counts(pm.now).Sessions == 0 {
 			return
 		}
 		for s := range m.ps.sessions {
-			m.ps.release(s, pm.now)
+			m.ps.Release(s, pm.now)
 		}
 		pm.now = pm.now.Add(10 * time.Second)
 		pm.tick()
 	}
-	pm.fail("no quiescence: %d sessions still parked", pm.m.ps.counts(pm.now).sessions)
+	pm.fail("no quiescence: %d sessions still parked", pm.m.ps.Counts(pm.now).Sessions)
 }
 
 func slicesSort(s []string) {
@@ -650,7 +660,7 @@ func TestParkModel(t *testing.T) {
 				pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
 			}
 		}
-		if n := pm.m.ps.counts(pm.now).sessions; pm.m.ps.records != 0 || n != 0 {
+		if n := pm.m.ps.Counts(pm.now).Sessions; pm.m.ps.records != 0 || n != 0 {
 			pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, n)
 		}
 	}

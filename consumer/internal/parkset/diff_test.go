@@ -1,4 +1,4 @@
-package consumer
+package parkset
 
 import (
 	"fmt"
@@ -34,9 +34,9 @@ func TestParkSetDifferential(t *testing.T) {
 
 type parkDiff struct {
 	rng      *rand.Rand
-	rules    parkRules
+	rules    Rules
 	now      time.Time
-	ps       *parkSet
+	ps       *Set
 	old      *oldParkSet
 	sessions []string
 	src      int64 // next source offset
@@ -48,9 +48,9 @@ type parkDiff struct {
 
 func newParkDiff(seed uint64) *parkDiff {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	r := parkRules{delay: time.Duration(1+rng.IntN(5)) * time.Second, maxDelay: 20 * time.Second,
-		maxAttempts: 1 + rng.IntN(4), hold: rng.IntN(2) == 0}
-	d := &parkDiff{rng: rng, rules: r, ps: newParkSet(r, ""), old: newOldParkSet(r), epochs: []int64{-1}}
+	r := Rules{Delay: time.Duration(1+rng.IntN(5)) * time.Second, MaxDelay: 20 * time.Second,
+		MaxAttempts: 1 + rng.IntN(4), Hold: rng.IntN(2) == 0}
+	d := &parkDiff{rng: rng, rules: r, ps: New(r, ""), old: newOldParkSet(r), epochs: []int64{-1}}
 	d.now = d.ps.base.Add(time.Duration(rng.IntN(10)) * time.Second)
 	if rng.IntN(4) == 0 {
 		d.now = time.Unix(1e9, 0) // long before the set's base, as the model test's clock
@@ -58,8 +58,8 @@ func newParkDiff(seed uint64) *parkDiff {
 	if rng.IntN(2) == 0 { // a rebuild from a committed park position
 		pos := int64(1 + rng.IntN(5))
 		epoch := int64(rng.IntN(int(pos)+1)) - 1
-		f := fenceMark{epoch, int32(rng.IntN(3)), "classic"}
-		d.ps.begin(pos, f)
+		f := Fence{epoch, int32(rng.IntN(3)), "classic"}
+		d.ps.Begin(pos, f)
 		d.old.begin(pos, f)
 		d.park, d.epochs = pos, append(d.epochs, epoch)
 	}
@@ -98,7 +98,7 @@ func (d *parkDiff) step() {
 		}
 		off := d.park
 		d.park++
-		a, b := d.ps.add(s, off, src, d.now), d.old.add(s, off, src, d.now)
+		a, b := d.ps.Add(s, off, src, d.now), d.old.add(s, off, src, d.now)
 		d.logf("add(%s, park %d, src %d) = %v / old %v", s, off, src, a, b)
 		d.check(a == b, "add")
 	case 3: // a source record handled (no park entry), then maybe seen again
@@ -106,65 +106,65 @@ func (d *parkDiff) step() {
 	case 4, 5:
 		th, off := d.through(s), d.park
 		d.park++
-		d.ps.done(s, th, off, d.now)
+		d.ps.Done(s, th, off, d.now)
 		d.old.done(s, th, off, d.now)
 		d.logf("done(%s, through %d, park %d)", s, th, off)
 	case 6:
 		th, off := d.through(s), d.park
 		d.park++
-		d.ps.held(s, th, off)
+		d.ps.Held(s, th, off)
 		d.old.held(s, th, off)
 		d.logf("held(%s, through %d, park %d)", s, th, off)
 	case 7:
-		a, b := d.ps.release(s, d.now), d.old.release(s, d.now)
+		a, b := d.ps.Release(s, d.now), d.old.release(s, d.now)
 		d.logf("release(%s) = %v / old %v", s, a, b)
 		d.check(a == b, "release")
 	case 8, 9:
-		a, b := d.ps.due(d.now), d.old.due(d.now)
+		a, b := d.ps.Due(d.now), d.old.due(d.now)
 		slices.Sort(a)
 		slices.Sort(b)
 		d.logf("due = %v / old %v", a, b)
 		d.check(slices.Equal(a, b), "due")
 	case 10:
-		a, b := d.ps.dueNow(s, d.now), d.old.dueNow(s, d.now)
+		a, b := d.ps.DueNow(s, d.now), d.old.dueNow(s, d.now)
 		d.logf("dueNow(%s) = %v / old %v", s, a, b)
 		d.check(a == b, "dueNow")
 	case 11:
-		a, b := d.ps.failed(s, d.now), d.old.failed(s, d.now)
+		a, b := d.ps.Failed(s, d.now), d.old.failed(s, d.now)
 		d.logf("failed(%s) = %v / old %v", s, a, b)
 		d.check(a == b, "failed")
 	case 12:
-		d.ps.retryAbandoned(s)
+		d.ps.RetryAbandoned(s)
 		d.old.retryAbandoned(s)
 		d.logf("retryAbandoned(%s)", s)
 	case 13: // a read back that failed: the old set had none; its equivalent
-		d.ps.retryLater(s, d.now)
+		d.ps.RetryLater(s, d.now)
 		d.old.retryAbandoned(s)
 		if ss := d.old.sessions[s]; ss != nil {
-			ss.notBefore = d.now.Add(d.rules.delay)
+			ss.notBefore = d.now.Add(d.rules.Delay)
 		}
 		d.logf("retryLater(%s)", s)
 	case 14:
 		d.wm = max(d.wm, int64(rng.IntN(int(d.src)+2)))
-		d.ps.forgetBelow(d.wm)
+		d.ps.ForgetBelow(d.wm)
 		d.old.forgetBelow(d.wm)
 		d.logf("forgetBelow(%d)", d.wm)
 	case 15: // a rebuild's entry, under the current epoch or an older one
 		off := d.park
 		d.park++
-		e := parkEntry{kind: []parkKind{parkRecord, parkDone, parkHold, parkFence}[rng.IntN(4)], session: s,
-			epoch: d.epochs[rng.IntN(len(d.epochs))], gen: int32(rng.IntN(4))}
-		if e.kind == parkRecord {
-			e.src = d.src
+		e := Entry{Kind: []Kind{KindRecord, KindDone, KindHold, KindFence}[rng.IntN(4)], Session: s,
+			Epoch: d.epochs[rng.IntN(len(d.epochs))], Gen: int32(rng.IntN(4))}
+		if e.Kind == KindRecord {
+			e.Src = d.src
 			d.src++
 		} else {
-			e.src = d.through(s)
+			e.Src = d.through(s)
 		}
-		if e.kind == parkFence {
+		if e.Kind == KindFence {
 			d.epochs = append(d.epochs, off)
 		}
-		a, b := d.ps.replay(off, e, d.now), d.old.replay(off, e, d.now)
-		d.logf("replay(%d, %c %s src %d epoch %d) = %v / old %v", off, e.kind, s, e.src, e.epoch, a, b)
+		a, b := d.ps.Replay(off, e, d.now), d.old.replay(off, e, d.now)
+		d.logf("replay(%d, %c %s src %d epoch %d) = %v / old %v", off, e.Kind, s, e.Src, e.Epoch, a, b)
 		d.check(a == b, "replay")
 	}
 }
@@ -183,27 +183,27 @@ func (d *parkDiff) compare() string {
 		}
 	}
 	ps, old := d.ps, d.old
-	if a, b := ps.position(), old.position(); a != b {
+	if a, b := ps.Position(), old.position(); a != b {
 		return fmt.Sprintf("position %d, old %d", a, b)
 	}
-	if ps.records != old.records || ps.end != old.end || ps.epoch() != old.w.inForce().off {
-		return fmt.Sprintf("records/end/epoch %d/%d/%d, old %d/%d/%d", ps.records, ps.end, ps.epoch(), old.records, old.end, old.w.inForce().off)
+	if ps.records != old.records || ps.end != old.end || ps.Epoch() != old.w.inForce().Off {
+		return fmt.Sprintf("records/end/epoch %d/%d/%d, old %d/%d/%d", ps.records, ps.end, ps.Epoch(), old.records, old.end, old.w.inForce().Off)
 	}
-	if a, b := ps.counts(d.now), old.counts(d.now); a != b {
+	if a, b := ps.Counts(d.now), old.counts(d.now); a != b {
 		return fmt.Sprintf("counts %+v, old %+v", a, b)
 	}
 	for _, s := range d.sessions {
-		if a, b := ps.isParked(s), old.isParked(s); a != b {
+		if a, b := ps.IsParked(s), old.isParked(s); a != b {
 			return fmt.Sprintf("isParked(%s) %v, old %v", s, a, b)
 		}
 		for off := range d.src + 2 {
-			if a, b := ps.seen(s, off), old.seen(s, off); a != b {
+			if a, b := ps.Seen(s, off), old.seen(s, off); a != b {
 				return fmt.Sprintf("seen(%s, %d) %v, old %v", s, off, a, b)
 			}
 		}
-		a, aok := ps.head(s)
+		a, aok := ps.Head(s)
 		b, bok := old.head(s)
-		if aok != bok || a.parkOffset != b.parkOffset || a.srcOffset != b.srcOffset || a.retries != b.retries ||
+		if aok != bok || a.ParkOffset != b.parkOffset || a.SrcOffset != b.srcOffset || a.Retries != b.retries ||
 			(aok && !ps.at(a.parkedAt).Equal(b.parkedAt)) {
 			return fmt.Sprintf("head(%s) %+v %v, old %+v %v", s, a, aok, b, bok)
 		}

@@ -1,4 +1,4 @@
-package consumer
+package parkset
 
 // The parked set before sessions kept their floor in their entry (a
 // separate floor map; an entry only while parked) and before times were
@@ -7,7 +7,7 @@ package consumer
 import "time"
 
 type oldParkSet struct {
-	rules    parkRules
+	rules    Rules
 	sessions map[string]*oldParkedSession
 	records  int // parked records over all sessions
 	// floor is, per session seen in the park partition since the
@@ -24,7 +24,7 @@ type oldParkSet struct {
 	// w are the identity rules, shared with the parked set (the
 	// differential test compares the sessions' bookkeeping; the park model
 	// test puts the identity rules to the test).
-	w parkWriters
+	w writers
 }
 
 // oldParkedSession is one parked session: its parked records in source order,
@@ -47,7 +47,7 @@ type oldParkedRecord struct {
 	parkedAt   time.Time
 }
 
-func newOldParkSet(r parkRules) *oldParkSet {
+func newOldParkSet(r Rules) *oldParkSet {
 	return &oldParkSet{rules: r, sessions: map[string]*oldParkedSession{}, floor: map[string]floorMark{}}
 }
 
@@ -75,7 +75,7 @@ func (ps *oldParkSet) add(s string, parkOff, srcOff int64, now time.Time) bool {
 	ps.floor[s] = floorMark{srcOff, parkOff}
 	ss := ps.sessions[s]
 	if ss == nil {
-		ss = &oldParkedSession{notBefore: now.Add(ps.rules.delay), holdOffset: -1}
+		ss = &oldParkedSession{notBefore: now.Add(ps.rules.Delay), holdOffset: -1}
 		ps.sessions[s] = ss
 	}
 	ss.recs = append(ss.recs, oldParkedRecord{parkOffset: parkOff, srcOffset: srcOff, parkedAt: now})
@@ -129,7 +129,7 @@ func (ps *oldParkSet) retryAbandoned(s string) {
 // head is due after the park backoff; deadLetter is true when the budget
 // is spent: the caller writes the head to the DLQ and, once acknowledged,
 // a marker through its source offset: a hold marker (held) when
-// rules.hold, else a done marker (done). The head stays retrying, so not
+// rules.Hold, else a done marker (done). The head stays retrying, so not
 // due, meanwhile.
 func (ps *oldParkSet) failed(s string, now time.Time) (deadLetter bool) {
 	ss := ps.sessions[s]
@@ -138,7 +138,7 @@ func (ps *oldParkSet) failed(s string, now time.Time) (deadLetter bool) {
 	}
 	h := &ss.recs[0]
 	h.retries++
-	if h.retries >= ps.rules.maxAttempts {
+	if h.retries >= ps.rules.MaxAttempts {
 		return true
 	}
 	ss.retrying = false
@@ -149,11 +149,11 @@ func (ps *oldParkSet) failed(s string, now time.Time) (deadLetter bool) {
 // backoff is the delay before the retry after n failed ones: delay
 // doubling, at most maxDelay.
 func (ps *oldParkSet) backoff(n int) time.Duration {
-	d := ps.rules.delay
-	for i := 0; i < n && d < ps.rules.maxDelay; i++ {
+	d := ps.rules.Delay
+	for i := 0; i < n && d < ps.rules.MaxDelay; i++ {
 		d *= 2
 	}
-	return min(d, ps.rules.maxDelay)
+	return min(d, ps.rules.MaxDelay)
 }
 
 func (ps *oldParkSet) dropHead(ss *oldParkedSession) {
@@ -228,19 +228,19 @@ func (ps *oldParkSet) release(s string, now time.Time) bool {
 // by the rebuild in offset order from the committed park position. It
 // reports false for an entry written by an owner fenced before it (a
 // write that landed after the partition moved on): ignored.
-func (ps *oldParkSet) replay(off int64, e parkEntry, now time.Time) bool {
+func (ps *oldParkSet) replay(off int64, e Entry, now time.Time) bool {
 	ps.end = max(ps.end, off+1)
 	if !ps.w.admit(off, e) {
 		return false
 	}
-	switch e.kind {
-	case parkFence:
-	case parkRecord:
-		ps.add(e.session, off, e.src, now)
-	case parkDone:
-		ps.done(e.session, e.src, off, now)
-	case parkHold:
-		ps.held(e.session, e.src, off)
+	switch e.Kind {
+	case KindFence:
+	case KindRecord:
+		ps.add(e.Session, off, e.Src, now)
+	case KindDone:
+		ps.done(e.Session, e.Src, off, now)
+	case KindHold:
+		ps.held(e.Session, e.Src, off)
 	default:
 		return false
 	}
@@ -249,9 +249,9 @@ func (ps *oldParkSet) replay(off int64, e parkEntry, now time.Time) bool {
 
 // begin starts a rebuild at the committed park position pos, with the
 // fence in force there.
-func (ps *oldParkSet) begin(pos int64, f fenceMark) {
+func (ps *oldParkSet) begin(pos int64, f Fence) {
 	ps.end = max(ps.end, pos)
-	if f.off >= 0 {
+	if f.Off >= 0 {
 		ps.w.fences = append(ps.w.fences[:0], f)
 	}
 }
@@ -285,14 +285,14 @@ func (ps *oldParkSet) forgetBelow(wm int64) {
 	}
 }
 
-func (ps *oldParkSet) counts(now time.Time) parkCounts {
-	c := parkCounts{sessions: len(ps.sessions), records: ps.records}
+func (ps *oldParkSet) counts(now time.Time) Counts {
+	c := Counts{Sessions: len(ps.sessions), Records: ps.records}
 	for _, ss := range ps.sessions {
 		if ss.held {
-			c.held++
+			c.Held++
 		}
 		if len(ss.recs) > 0 {
-			c.oldest = max(c.oldest, now.Sub(ss.recs[0].parkedAt))
+			c.Oldest = max(c.Oldest, now.Sub(ss.recs[0].parkedAt))
 		}
 	}
 	return c

@@ -1,4 +1,4 @@
-package consumer
+package parkset
 
 import (
 	"fmt"
@@ -24,18 +24,18 @@ func BenchmarkParkedSessionMemory(b *testing.B) {
 	var perSession, perRecord float64
 	for range b.N {
 		before := heapAlloc()
-		ps := newParkSet(parkRules{delay: time.Second, maxDelay: time.Minute, maxAttempts: 3}, "")
+		ps := New(Rules{Delay: time.Second, MaxDelay: time.Minute, MaxAttempts: 3}, "")
 		now := time.Now()
 		for i, k := range keys {
-			ps.add(strings.Clone(k), int64(i), int64(i), now)
+			ps.Add(strings.Clone(k), int64(i), int64(i), now)
 		}
 		one := heapAlloc()
 		for i, k := range keys {
-			ps.add(k, int64(n+i), int64(n+i), now)
+			ps.Add(k, int64(n+i), int64(n+i), now)
 		}
 		two := heapAlloc()
-		if ps.records != 2*n || ps.counts(now).sessions != n {
-			b.Fatalf("%d records of %d sessions parked, want %d of %d", ps.records, ps.counts(now).sessions, 2*n, n)
+		if ps.records != 2*n || ps.Counts(now).Sessions != n {
+			b.Fatalf("%d records of %d sessions parked, want %d of %d", ps.records, ps.Counts(now).Sessions, 2*n, n)
 		}
 		perSession, perRecord = (one-before)/n, (two-one)/n
 		runtime.KeepAlive(ps)
