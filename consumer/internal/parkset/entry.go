@@ -6,8 +6,8 @@ type Kind byte
 
 const (
 	KindRecord Kind = 'r' // a parked copy of a source record
-	KindDone   Kind = 'd' // a session's records through src are done
-	KindHold   Kind = 'h' // a session is held, its records through src done
+	KindDone   Kind = 'd' // a session's records through Src are done
+	KindHold   Kind = 'h' // a session is held, its records through Src done
 	KindFence  Kind = 'f' // a new owner took the partition
 	// KindAttempt: a retry of a session's head (its source offset) failed;
 	// it carries the head's failed retries so far, so that a rebuild keeps
@@ -73,9 +73,10 @@ var NoFence = Fence{-1, -1, ""}
 //     (late, or of another incarnation) was never the owner's.
 //
 // The commit keeps the fence in force at the committed park position
-// (Set.CommitFence): a rebuild starts knowing it. With no committed park position
-// nothing before the new owner's own fence is the group's (a new group,
-// a re-created topic, an offset reset, parking turned on later).
+// (Set.CommitFence): a rebuild starts knowing it (Set.Begin). With no
+// committed park position nothing before the new owner's own fence is the
+// group's (a new group, a re-created topic, an offset reset, parking
+// turned on later).
 type writers struct {
 	group   string
 	topicID string  // the source topic's current ID; "" unknown
