@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 // admit hands out exactly the records a fetch admits, each once and in
@@ -18,13 +20,13 @@ func TestAdmitHandsOutExactlyTheAdmitted(t *testing.T) {
 		dropped := map[int64]bool{}
 		c := unstarted(t, func(cfg *Config) { cfg.Filter = func(r *kgo.Record) bool { return !dropped[r.Offset] } })
 		p := newPartition(context.Background(), partKey{"t", 0}, 1, 1<<30, nil)
-		var prior []offRange
+		var prior []offsets.Range
 		for o := int64(rng.IntN(5)); o < 60; o += int64(2 + rng.IntN(8)) {
 			end := o + int64(rng.IntN(3))
-			prior = append(prior, offRange{o, end})
+			prior = append(prior, offsets.Range{Start: o, End: end})
 			o = end
 		}
-		p.prior = skipper{rs: prior}
+		p.prior = offsets.NewSkipper(prior)
 		fenced := rng.IntN(10) == 0
 		p.fenced = fenced
 		off := int64(0)
@@ -40,7 +42,7 @@ func TestAdmitHandsOutExactlyTheAdmitted(t *testing.T) {
 				dropped[off] = rng.IntN(4) == 0
 				done := false
 				for _, r := range prior {
-					done = done || (r.start <= off && off <= r.end)
+					done = done || (r.Start <= off && off <= r.End)
 				}
 				if !fenced && !done && !dropped[off] {
 					want = append(want, recs[i])
@@ -65,5 +67,26 @@ func TestAdmitHandsOutExactlyTheAdmitted(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTruncatedBelowCommit: the group committed 100 with offsets 105..110
+// listed as completed; the log was then truncated below 100 (an unclean
+// leader election), so the client resets and fetches from 0. The metadata
+// describes the old log: none of the new records may be skipped by it.
+func TestTruncatedBelowCommit(t *testing.T) {
+	p := newPartition(context.Background(), partKey{"t", 0}, 1, 1<<20, nil)
+	p.resume(100, []offsets.Range{{Start: 105, End: 110}}, "meta")
+	var recs []*kgo.Record
+	for o := int64(0); o < 120; o++ {
+		recs = append(recs, &kgo.Record{Topic: "t", Offset: o})
+	}
+	n := 0
+	_, prior, cut := p.admit(recs, 120, nil, func(int, uint64) { n++ })
+	if prior != 0 || n != 120 || cut != 1 {
+		t.Fatalf("%d to lanes, %d skipped as completed before, %d truncations; want 120, 0, 1", n, prior, cut)
+	}
+	if cp, ok := p.toCommit(4096); !ok || cp.offset != 0 || cp.meta != "" {
+		t.Fatalf("commit %+v %v: want offset 0 with no completed offsets", cp, ok)
 	}
 }

@@ -28,7 +28,7 @@ import "github.com/twmb/franz-go/pkg/kgo"
 // reports whether the flow controller must be told: the wanted fetch state
 // flipped, or the partition freed up with records stashed. p.mu held.
 func (p *partition) settleLocked() bool {
-	held := p.tr.pending()
+	held := p.tr.Pending()
 	freed := false
 	switch {
 	case !p.full && held >= p.max:

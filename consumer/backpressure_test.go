@@ -76,12 +76,12 @@ func TestStashAcrossTruncation(t *testing.T) {
 		p.start(h.seq)
 		p.finish(h.seq, true)
 	}
-	if wm := p.tr.watermark(); wm != 14 {
+	if wm := p.tr.Watermark(); wm != 14 {
 		t.Fatalf("watermark %d, want 14 (not done)", wm)
 	}
 	p.start(out[0].seq)
 	p.finish(out[0].seq, true)
-	if wm := p.tr.watermark(); wm != 17 {
+	if wm := p.tr.Watermark(); wm != 17 {
 		t.Fatalf("watermark %d, want 17: one past the reused offsets", wm)
 	}
 }
@@ -99,7 +99,7 @@ func TestFenceDropsStash(t *testing.T) {
 	if !p.hold(recsAt(5), 9) || len(p.stash) != 0 {
 		t.Fatal("a fenced partition kept a fetch")
 	}
-	if wm := p.tr.watermark(); wm != 1 {
+	if wm := p.tr.Watermark(); wm != 1 {
 		t.Fatalf("watermark %d, want 1: nothing stashed may count", wm)
 	}
 }

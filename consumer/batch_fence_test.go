@@ -83,10 +83,10 @@ func TestBatchFenced(t *testing.T) {
 					}
 				}
 			}
-			if got := parts[0].tr.watermark(); got != tc.wantWM0 {
+			if got := parts[0].tr.Watermark(); got != tc.wantWM0 {
 				t.Errorf("fenced t/0 watermark %d, want %d", got, tc.wantWM0)
 			}
-			if got := parts[1].tr.watermark(); got != 4 {
+			if got := parts[1].tr.Watermark(); got != 4 {
 				t.Errorf("t/1 watermark %d, want 4", got)
 			}
 			select {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 // TestFailedDLQWriteHoldsPartition: while the dead-letter topic cannot be
@@ -58,7 +60,7 @@ func TestFailedDLQWriteHoldsPartition(t *testing.T) {
 func TestForeignMetadataNotTrusted(t *testing.T) {
 	for _, tc := range []struct{ name, meta string }{
 		{"foreign", "consumer-7f3a-member-id"},
-		{"written for another offset", encodeMetadata(1, []offRange{{3, 5}}, 4096)},
+		{"written for another offset", offsets.EncodeMetadata(1, []offsets.Range{{Start: 3, End: 5}}, 4096)},
 		{"corrupt", "lanes1:!!notbase64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,10 +46,10 @@ func TestLateWorkIsFenced(t *testing.T) {
 
 	close(release)
 	<-done
-	if got := fresh.tr.watermark(); got != 7 {
+	if got := fresh.tr.Watermark(); got != 7 {
 		t.Fatalf("late completion moved the new owner's watermark to %d", got)
 	}
-	if got := old.tr.watermark(); got != 8 {
+	if got := old.tr.Watermark(); got != 8 {
 		t.Fatalf("old assignment's watermark %d, want 8 (its own record done)", got)
 	}
 	select {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -190,10 +191,10 @@ func TestParkMetadata(t *testing.T) {
 	p.pk.set.Replay(40, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 9}, time.Now())
 	p.pk.set.Replay(41, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 10, Proto: "consumer"}, time.Now())
 	p.pk.set.Add("s", 42, 5, time.Now())
-	meta := p.parkMetaLocked(encodeMetadata(3, []offRange{{5, 5}}, 4096), 3)
+	meta := p.parkMetaLocked(offsets.EncodeMetadata(3, []offsets.Range{{Start: 5, End: 5}}, 4096), 3)
 	p.mu.Unlock()
 	rest, pc, ok := splitParkMeta(meta)
-	if _, rs, err := decodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, parkset.Fence{Off: 41, Gen: 10, Proto: "consumer"}, topicIDs{"00ab", "22cd"}}) {
+	if _, rs, err := offsets.DecodeMetadata(rest); err != nil || len(rs) != 1 || !ok || pc != (parkCommit{42, parkset.Fence{Off: 41, Gen: 10, Proto: "consumer"}, topicIDs{"00ab", "22cd"}}) {
 		t.Fatalf("metadata %q: completed %v (%v), park section %+v", meta, rs, err, pc)
 	}
 }

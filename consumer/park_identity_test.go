@@ -41,7 +41,7 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 	if p.parkCommitted(";park2:7,3,2,classic,,") {
 		t.Fatal("a section reported kept with parking on")
 	}
-	p.tr.version++
+	p.tr.Touch()
 	if s, ok := sectionOf(p); !ok || s != ";park2:7,3,2,classic,," {
 		t.Fatalf("before its rebuild: committed %v with park section %q; want the one found", ok, s)
 	}
@@ -49,7 +49,7 @@ func TestParkCommitWaitsForPosition(t *testing.T) {
 	p.pk.set.Begin(7, p.pk.from.fence)
 	p.pk.set.Replay(9, parkset.Entry{Kind: parkset.KindFence, Group: "g", Gen: 4, Proto: "classic"}, time.Now())
 	p.pk.rebuilt = true
-	p.tr.version++
+	p.tr.Touch()
 	p.mu.Unlock()
 	if s, ok := sectionOf(p); !ok || s != ";park2:10,9,4,classic,," {
 		t.Fatalf("rebuilt: committed %v with park section %q; want the set's", ok, s)

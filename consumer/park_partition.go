@@ -188,9 +188,9 @@ func (p *partition) parked(seq uint64, lane string, parkOff, srcOff int64, now t
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
 	p.pk.set.Add(lane, parkOff, srcOff, now)
-	p.tr.done(seq)
+	p.tr.Done(seq)
 	p.forgetDLQLocked()
-	p.tr.version++ // the park position may have moved: due for a commit
+	p.tr.Touch() // the park position may have moved: due for a commit
 	p.unlock(p.settleLocked())
 }
 
@@ -236,7 +236,7 @@ func (p *partition) parkFailed(lane string, now time.Time) bool {
 func (p *partition) parkMarked(kind parkset.Kind, lane string, through, parkOff int64, now time.Time) (next bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.tr.version++
+	p.tr.Touch()
 	if kind == parkset.KindHold {
 		p.pk.set.Held(lane, through, parkOff)
 		return false

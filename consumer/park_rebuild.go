@@ -197,7 +197,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pk.tail, p.pk.ids, p.pk.rebuilt = set.End(), ids, true
-	p.tr.version++
+	p.tr.Touch()
 	ev := l.Debug() // one line per partition at each assignment: Info only when it found something parked
 	n := set.Counts(now)
 	if n.Records > 0 || n.Held > 0 {

@@ -154,7 +154,7 @@ func (p *partition) parkReleases(entries []loggedEntry, end int64, now time.Time
 	}
 	p.pk.tail = max(p.pk.tail, end)
 	if len(out) > 0 {
-		p.tr.version++ // the park position may have moved past the hold: due for a commit
+		p.tr.Touch() // the park position may have moved past the hold: due for a commit
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 type partKey struct {
@@ -51,7 +53,7 @@ type partition struct {
 	cancelAttempts context.CancelFunc
 
 	mu       sync.Mutex
-	tr       tracker
+	tr       offsets.Tracker
 	queued   int           // records handed to lanes, not started
 	running  int           // records whose handler (or DLQ write) is under way
 	full     bool          // backpressure: hand no record to lanes (backpressure.go)
@@ -64,10 +66,10 @@ type partition struct {
 	marked   chan struct{} // closed and replaced by markDone
 	hwm      int64         // end offset from the latest fetch or listing; -1 unknown
 
-	committed        int64   // last offset committed by this assignment; -1 none
-	committedMeta    string  // metadata of the last commit
-	committedVersion uint64  // tracker version the last commit (or check) covered
-	prior            skipper // offsets completed before this assignment
+	committed        int64           // last offset committed by this assignment; -1 none
+	committedMeta    string          // metadata of the last commit
+	committedVersion uint64          // tracker version the last commit (or check) covered
+	prior            offsets.Skipper // offsets completed before this assignment
 
 	stall stallClock // the stall watch's sample (stall_clock.go)
 
@@ -105,7 +107,7 @@ type dlqFail struct {
 func newPartition(work context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
 	attempts, cancel := context.WithCancel(work)
 	return &partition{
-		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: newTracker(),
+		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: offsets.NewTracker(),
 		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
 		committed: -1, hwm: -1, stall: stallClock{lastWM: -1, movedAt: time.Now()},
@@ -143,26 +145,26 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 		return 0, 0, 0
 	}
 	p.hwm = hwm
-	if len(recs) > 0 && p.tr.next < 0 && recs[0].Offset < p.committed {
+	if len(recs) > 0 && p.tr.NothingFetched() && recs[0].Offset < p.committed {
 		// The committed offset is past the log's end: truncated since the
 		// commit, and the client reset. The metadata described the old log.
 		truncated++
-		p.prior = skipper{}
+		p.prior = offsets.Skipper{}
 	}
 	for i, r := range recs {
-		seq, cut := p.tr.fetched(r.Offset)
+		seq, cut := p.tr.Fetched(r.Offset)
 		if cut {
 			truncated++
-			p.prior = skipper{} // it described the log before the truncation
+			p.prior = offsets.Skipper{} // it described the log before the truncation
 		}
 		switch {
 		case r.Attrs.IsControl():
-			p.tr.done(seq)
-		case p.prior.done(r.Offset):
-			p.tr.done(seq)
+			p.tr.Done(seq)
+		case p.prior.Done(r.Offset):
+			p.tr.Done(seq)
 			prior++
 		case drop != nil && drop[i]:
-			p.tr.done(seq)
+			p.tr.Done(seq)
 			filtered++
 		default:
 			p.queued++
@@ -182,7 +184,7 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 func (p *partition) start(seq uint64) bool {
 	p.mu.Lock()
 	p.queued--
-	ok := !p.fenced && !p.tr.isDone(seq)
+	ok := !p.fenced && !p.tr.IsDone(seq)
 	if ok {
 		p.running++
 	}
@@ -195,7 +197,7 @@ func (p *partition) start(seq uint64) bool {
 func (p *partition) finish(seq uint64, done bool) {
 	p.mu.Lock()
 	if done {
-		p.tr.done(seq) // also while fenced: the drain commits it
+		p.tr.Done(seq) // also while fenced: the drain commits it
 		p.forgetDLQLocked()
 	}
 	p.running--
@@ -211,7 +213,7 @@ func (p *partition) finish(seq uint64, done bool) {
 // record was skipped as stalled learns at once.
 func (p *partition) markDone(seq uint64) {
 	p.mu.Lock()
-	p.tr.done(seq)
+	p.tr.Done(seq)
 	p.forgetDLQLocked()
 	close(p.marked)
 	p.marked = make(chan struct{})
@@ -222,7 +224,7 @@ func (p *partition) markDone(seq uint64) {
 func (p *partition) isDone(seq uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tr.isDone(seq)
+	return p.tr.IsDone(seq)
 }
 
 // isFenced reports whether the partition is fenced: its records not yet
@@ -247,7 +249,7 @@ func (p *partition) waitFor(seq uint64, d time.Duration, wake <-chan struct{}) b
 	defer t.Stop()
 	for {
 		p.mu.Lock()
-		done, marked := p.tr.isDone(seq), p.marked
+		done, marked := p.tr.IsDone(seq), p.marked
 		p.mu.Unlock()
 		if done {
 			return false
@@ -330,10 +332,10 @@ func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	if p.released || p.parkUnreadLocked() {
 		return commitPoint{}, false
 	}
-	if p.tr.version != p.committedVersion {
-		cp := commitPoint{offset: p.tr.watermark(), version: p.tr.version}
+	if p.tr.Version() != p.committedVersion {
+		cp := commitPoint{offset: p.tr.Watermark(), version: p.tr.Version()}
 		if metaMax > 0 {
-			cp.meta = encodeMetadata(cp.offset, rangesAbove(&p.tr), metaMax-p.parkRoomLocked())
+			cp.meta = offsets.EncodeMetadata(cp.offset, p.tr.Completed(), metaMax-p.parkRoomLocked())
 		}
 		cp.meta = p.parkMetaLocked(cp.meta, cp.offset)
 		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {
@@ -357,12 +359,13 @@ func (p *partition) committedAt(cp commitPoint) {
 // resume sets the position a new assignment starts from: the group's
 // committed offset, with the offsets its metadata lists as completed above
 // it (prior; meta is that metadata, "" when not trusted).
-func (p *partition) resume(at int64, prior []offRange, meta string) {
+func (p *partition) resume(at int64, prior []offsets.Range, meta string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.committed, p.tr.start = at, at
+	p.committed = at
+	p.tr.SetStart(at)
 	if prior != nil {
-		p.prior, p.committedMeta = skipper{rs: prior}, meta
+		p.prior, p.committedMeta = offsets.NewSkipper(prior), meta
 	}
 }
 
@@ -373,9 +376,9 @@ func (p *partition) resume(at int64, prior []offRange, meta string) {
 func (p *partition) startAt(offset int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tr.next < 0 && p.committed < 0 {
-		p.tr.start = offset
-		p.tr.version++
+	if p.tr.NothingFetched() && p.committed < 0 {
+		p.tr.SetStart(offset)
+		p.tr.Touch()
 	}
 }
 
@@ -383,7 +386,7 @@ func (p *partition) startAt(offset int64) {
 func (p *partition) head() (uint64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tr.head, p.tr.head < p.tr.tail
+	return p.tr.Head()
 }
 
 // dlqFailure records that the dead-letter copy of the record seq (at
@@ -394,7 +397,7 @@ func (p *partition) head() (uint64, bool) {
 func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tr.isDone(seq) {
+	if p.tr.IsDone(seq) {
 		return false
 	}
 	f, seen := p.dlqFails[seq]
@@ -417,7 +420,7 @@ func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Tim
 func (p *partition) dlqCut(seq uint64, offset int64, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, failing := p.dlqFails[seq]; failing || p.tr.isDone(seq) {
+	if _, failing := p.dlqFails[seq]; failing || p.tr.IsDone(seq) {
 		return
 	}
 	if p.dlqFails == nil {
@@ -447,7 +450,7 @@ func (p *partition) forgetDLQLocked() {
 		return // the common case, checked first: ranging over an empty map is not free
 	}
 	for seq := range p.dlqFails {
-		if p.tr.isDone(seq) {
+		if p.tr.IsDone(seq) {
 			delete(p.dlqFails, seq)
 		}
 	}
@@ -468,11 +471,11 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	defer p.mu.Unlock()
 	ps := PartitionStats{
 		Topic: p.key.topic, Partition: p.key.partition,
-		Watermark: p.tr.watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
-		Buffered: p.queued, InFlight: p.running, Pending: p.tr.pending(), Stashed: len(p.stash),
+		Watermark: p.tr.Watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
+		Buffered: p.queued, InFlight: p.running, Pending: p.tr.Pending(), Stashed: len(p.stash),
 		Paused: p.full || p.paused, Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}
-	if held, ok := p.tr.heldBy(); ok {
+	if held, ok := p.tr.HeldBy(); ok {
 		ps.HeldAt = held
 	}
 	p.stallStatsLocked(&ps, now)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 // The partition's model-based test: random interleavings of fetch (with
@@ -65,9 +67,9 @@ func newPartModel(t *testing.T, seed uint64) *partModel {
 	})
 	m.start = int64(m.rng.IntN(50))
 	m.next, m.newest = m.start, -1
-	var rs []offRange
+	var rs []offsets.Range
 	for o := m.start + 1; o < m.start+20; o += 1 + int64(m.rng.IntN(4)) {
-		rs = append(rs, offRange{o, o})
+		rs = append(rs, offsets.Range{Start: o, End: o})
 		m.prior[o] = true
 	}
 	m.p.resume(m.start, rs, "meta")
@@ -318,11 +320,11 @@ func (m *partModel) check() {
 	if len(p.stash) != len(stash) {
 		m.fail("%d stashed, model %d", len(p.stash), len(stash))
 	}
-	if wm := m.watermark(); p.tr.watermark() != wm {
-		m.fail("watermark %d, model %d", p.tr.watermark(), wm)
+	if wm := m.watermark(); p.tr.Watermark() != wm {
+		m.fail("watermark %d, model %d", p.tr.Watermark(), wm)
 	}
-	if p.tr.pending() != held {
-		m.fail("held %d, model %d", p.tr.pending(), held)
+	if p.tr.Pending() != held {
+		m.fail("held %d, model %d", p.tr.Pending(), held)
 	}
 	if p.full && held <= m.max/2 || !p.full && held >= m.max {
 		m.fail("full %v with %d held (bound %d)", p.full, held, m.max)

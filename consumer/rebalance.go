@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 // onAssigned creates fresh state, with a new epoch, for each gained
@@ -123,12 +125,12 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 // completedAbove decodes the completed offsets of a committed offset's
 // metadata, reporting false (with a warning for anything but empty
 // metadata) when they cannot be trusted or are turned off.
-func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]offRange, bool) {
+func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]offsets.Range, bool) {
 	r.Metadata, _, _ = splitParkMeta(r.Metadata)
 	if c.cfg.DisableCompletedOffsets || r.Metadata == "" {
 		return nil, false
 	}
-	wm, rs, err := decodeMetadata(r.Metadata)
+	wm, rs, err := offsets.DecodeMetadata(r.Metadata)
 	if err == nil && wm != r.At {
 		err = fmt.Errorf("metadata written at offset %d, committed offset is %d", wm, r.At)
 	}

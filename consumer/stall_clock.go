@@ -129,15 +129,16 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr holdRead
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sc := &p.stall
-	wm := p.tr.watermark()
-	offset, pending := p.tr.heldBy()
+	wm := p.tr.Watermark()
+	offset, pending := p.tr.HeldBy()
 	if wm != sc.lastWM || !pending || p.fenced {
 		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.total, sampled: now, held: hr.on != 0}
 		return stallSample{}
 	}
 	sc.counted = max(now.Sub(sc.movedAt)-(hr.total-sc.heldBase), 0)
 	sc.sampled, sc.held = now, hr.on != 0
-	s := stallSample{offset: offset, seq: p.tr.head, counted: sc.counted, since: sc.movedAt}
+	head, _ := p.tr.Head()
+	s := stallSample{offset: offset, seq: head, counted: sc.counted, since: sc.movedAt}
 	if sc.held {
 		return s // a hold is not a stall
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/offsets"
 )
 
 // TestWatermarkSafety: offsets complete out of order while offset 2 is held;
@@ -81,7 +83,7 @@ func crashAfterOutOfOrder(t *testing.T, disableMeta bool, want int) map[int64]in
 		if disableMeta {
 			return meta == ""
 		}
-		return metaLists(meta, 2, offRange{3, 9})
+		return metaLists(meta, 2, offsets.Range{Start: 3, End: 9})
 	}, func() string {
 		return fmt.Sprintf("stats %+v, committed metadata %q", c.Stats().Partitions, committedMetaOf(c))
 	})
@@ -160,8 +162,8 @@ func committedMetaOf(c *Consumer) string {
 
 // metaLists reports whether commit metadata meta was written at watermark
 // wm and lists exactly the completed ranges want above it.
-func metaLists(meta string, wm int64, want ...offRange) bool {
+func metaLists(meta string, wm int64, want ...offsets.Range) bool {
 	rest, _, _ := splitParkMeta(meta)
-	at, rs, err := decodeMetadata(rest)
+	at, rs, err := offsets.DecodeMetadata(rest)
 	return err == nil && at == wm && slices.Equal(rs, want)
 }

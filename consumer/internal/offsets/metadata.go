@@ -1,4 +1,4 @@
-package consumer
+package offsets
 
 import (
 	"encoding/base64"
@@ -31,28 +31,29 @@ const (
 	metaMaxRanges = 1 << 20
 )
 
-var errBadMetadata = errors.New("consumer: commit metadata is not lanes metadata")
+var ErrBadMetadata = errors.New("consumer: commit metadata is not lanes metadata")
 
-// offRange is an inclusive range of completed offsets.
-type offRange struct{ start, end int64 }
+// Range is an inclusive range of completed offsets.
+type Range struct{ Start, End int64 }
 
-// rangesAbove collects the finished offsets above the watermark as ranges.
-func rangesAbove(t *tracker) []offRange {
-	var out []offRange
-	t.doneAbove(func(o int64) {
-		if n := len(out); n > 0 && out[n-1].end == o-1 {
-			out[n-1].end = o
+// Completed returns the finished offsets above the watermark as ranges,
+// in increasing order: what a commit's metadata lists.
+func (t *Tracker) Completed() []Range {
+	var out []Range
+	t.DoneAbove(func(o int64) {
+		if n := len(out); n > 0 && out[n-1].End == o-1 {
+			out[n-1].End = o
 			return
 		}
-		out = append(out, offRange{o, o})
+		out = append(out, Range{o, o})
 	})
 	return out
 }
 
-// encodeMetadata returns the metadata for a commit at watermark wm with the
+// EncodeMetadata returns the metadata for a commit at watermark wm with the
 // given completed ranges, at most maxLen bytes long ("" when nothing is
 // completed above the watermark or nothing fits).
-func encodeMetadata(wm int64, rs []offRange, maxLen int) string {
+func EncodeMetadata(wm int64, rs []Range, maxLen int) string {
 	if len(rs) == 0 || wm < 0 {
 		return ""
 	}
@@ -65,20 +66,20 @@ func encodeMetadata(wm int64, rs []offRange, maxLen int) string {
 	return ""
 }
 
-func encodePayload(wm int64, rs []offRange) []byte {
+func encodePayload(wm int64, rs []Range) []byte {
 	head := binary.AppendUvarint([]byte{metaVersion}, uint64(wm))
 	ranges := binary.AppendUvarint(append([]byte(nil), kindRanges), uint64(len(rs)))
 	prev := wm
 	for _, r := range rs {
-		ranges = binary.AppendUvarint(ranges, uint64(r.start-prev-1))
-		ranges = binary.AppendUvarint(ranges, uint64(r.end-r.start))
-		prev = r.end
+		ranges = binary.AppendUvarint(ranges, uint64(r.Start-prev-1))
+		ranges = binary.AppendUvarint(ranges, uint64(r.End-r.Start))
+		prev = r.End
 	}
-	span := rs[len(rs)-1].end - wm // bits needed
+	span := rs[len(rs)-1].End - wm // bits needed
 	if bitsetLen := 1 + 10 + (span+7)/8; bitsetLen < int64(len(ranges)) {
 		bits := make([]byte, (span+7)/8)
 		for _, r := range rs {
-			for o := r.start; o <= r.end; o++ {
+			for o := r.Start; o <= r.End; o++ {
 				i := o - wm - 1
 				bits[i/8] |= 1 << (i % 8)
 			}
@@ -89,60 +90,60 @@ func encodePayload(wm int64, rs []offRange) []byte {
 	return append(head, ranges...)
 }
 
-// decodeMetadata parses metadata written by encodeMetadata. It returns the
+// DecodeMetadata parses metadata written by EncodeMetadata. It returns the
 // watermark it was written at and the completed ranges above it, or an
 // error for anything else (foreign, corrupt or from a newer version).
-func decodeMetadata(s string) (int64, []offRange, error) {
+func DecodeMetadata(s string) (int64, []Range, error) {
 	rest, ok := strings.CutPrefix(s, metaPrefix)
 	if !ok {
-		return 0, nil, errBadMetadata
+		return 0, nil, ErrBadMetadata
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil || len(b) < 2 || b[0] != metaVersion {
-		return 0, nil, fmt.Errorf("%w: bad encoding or version", errBadMetadata)
+		return 0, nil, fmt.Errorf("%w: bad encoding or version", ErrBadMetadata)
 	}
 	r := reader{b: b[1:]}
 	wm := int64(r.uvarint())
 	kind := r.byte()
-	var rs []offRange
+	var rs []Range
 	switch kind {
 	case kindRanges:
 		n := r.uvarint()
 		if n > metaMaxRanges {
-			return 0, nil, fmt.Errorf("%w: %d ranges", errBadMetadata, n)
+			return 0, nil, fmt.Errorf("%w: %d ranges", ErrBadMetadata, n)
 		}
 		prev := wm
 		for i := uint64(0); i < n && r.err == nil; i++ {
 			start := prev + 1 + int64(r.uvarint())
 			end := start + int64(r.uvarint())
 			if start <= prev || end < start {
-				return 0, nil, fmt.Errorf("%w: ranges overflow", errBadMetadata)
+				return 0, nil, fmt.Errorf("%w: ranges overflow", ErrBadMetadata)
 			}
-			rs = append(rs, offRange{start, end})
+			rs = append(rs, Range{start, end})
 			prev = end
 		}
 	case kindBitset:
 		span := r.uvarint()
 		bits := r.rest()
 		if uint64(len(bits)) != (span+7)/8 {
-			return 0, nil, fmt.Errorf("%w: bitset length", errBadMetadata)
+			return 0, nil, fmt.Errorf("%w: bitset length", ErrBadMetadata)
 		}
 		for i := uint64(0); i < span; i++ {
 			if bits[i/8]&(1<<(i%8)) == 0 {
 				continue
 			}
 			o := wm + 1 + int64(i)
-			if n := len(rs); n > 0 && rs[n-1].end == o-1 {
-				rs[n-1].end = o
+			if n := len(rs); n > 0 && rs[n-1].End == o-1 {
+				rs[n-1].End = o
 			} else {
-				rs = append(rs, offRange{o, o})
+				rs = append(rs, Range{o, o})
 			}
 		}
 	default:
-		return 0, nil, fmt.Errorf("%w: kind %d", errBadMetadata, kind)
+		return 0, nil, fmt.Errorf("%w: kind %d", ErrBadMetadata, kind)
 	}
 	if r.err != nil || wm < 0 || (kind == kindRanges && len(r.b) != 0) {
-		return 0, nil, fmt.Errorf("%w: truncated or trailing bytes", errBadMetadata)
+		return 0, nil, fmt.Errorf("%w: truncated or trailing bytes", ErrBadMetadata)
 	}
 	return wm, rs, nil
 }
@@ -155,7 +156,7 @@ type reader struct {
 func (r *reader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 || v > 1<<62 {
-		r.err = errBadMetadata
+		r.err = ErrBadMetadata
 		r.b = nil
 		return 0
 	}
@@ -165,7 +166,7 @@ func (r *reader) uvarint() uint64 {
 
 func (r *reader) byte() byte {
 	if len(r.b) == 0 {
-		r.err = errBadMetadata
+		r.err = ErrBadMetadata
 		return 0
 	}
 	c := r.b[0]
@@ -179,18 +180,21 @@ func (r *reader) rest() []byte {
 	return b
 }
 
-// skipper remembers, for a newly assigned partition, the offsets completed
+// Skipper remembers, for a newly assigned partition, the offsets completed
 // before the restart. Records arrive in increasing offset order, so a cursor
 // over the ranges is enough.
-type skipper struct {
-	rs []offRange
+type Skipper struct {
+	rs []Range
 	i  int
 }
 
-// done reports whether offset was completed before; it advances the cursor.
-func (s *skipper) done(offset int64) bool {
-	for s.i < len(s.rs) && s.rs[s.i].end < offset {
+// NewSkipper returns a skipper over rs, the ranges DecodeMetadata read.
+func NewSkipper(rs []Range) Skipper { return Skipper{rs: rs} }
+
+// Done reports whether offset was completed before; it advances the cursor.
+func (s *Skipper) Done(offset int64) bool {
+	for s.i < len(s.rs) && s.rs[s.i].End < offset {
 		s.i++
 	}
-	return s.i < len(s.rs) && s.rs[s.i].start <= offset
+	return s.i < len(s.rs) && s.rs[s.i].Start <= offset
 }

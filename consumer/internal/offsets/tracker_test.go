@@ -1,25 +1,22 @@
-package consumer
+package offsets
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestTrackerWatermark(t *testing.T) {
-	tr := newTracker()
-	if got := tr.watermark(); got != -1 {
+	tr := NewTracker()
+	if got := tr.Watermark(); got != -1 {
 		t.Fatalf("empty tracker watermark %d, want -1", got)
 	}
-	tr.start = 100
-	if got := tr.watermark(); got != 100 {
+	tr.SetStart(100)
+	if got := tr.Watermark(); got != 100 {
 		t.Fatalf("start position not reported: %d", got)
 	}
 	seqs := map[int64]uint64{}
 	for o := int64(100); o <= 104; o++ {
-		s, cut := tr.fetched(o)
+		s, cut := tr.Fetched(o)
 		if cut {
 			t.Fatalf("fetched(%d) reported a truncation", o)
 		}
@@ -36,44 +33,44 @@ func TestTrackerWatermark(t *testing.T) {
 		{102, 105}, // everything done: one past the newest
 	}
 	for _, s := range steps {
-		tr.done(seqs[s.done])
-		if got := tr.watermark(); got != s.want {
+		tr.Done(seqs[s.done])
+		if got := tr.Watermark(); got != s.want {
 			t.Fatalf("after done(%d) watermark %d, want %d", s.done, got, s.want)
 		}
 	}
-	if tr.pending() != 0 {
-		t.Fatalf("pending %d after all done", tr.pending())
+	if tr.Pending() != 0 {
+		t.Fatalf("pending %d after all done", tr.Pending())
 	}
 }
 
 // Offsets that are never fetched (compaction, transaction markers) must not
 // hold the watermark.
 func TestTrackerGaps(t *testing.T) {
-	tr := newTracker()
-	a, _ := tr.fetched(10)
-	b, _ := tr.fetched(13) // 11 and 12 compacted away
-	c, _ := tr.fetched(20) // 14..19 were transaction markers
-	tr.done(a)
-	if got := tr.watermark(); got != 13 {
+	tr := NewTracker()
+	a, _ := tr.Fetched(10)
+	b, _ := tr.Fetched(13) // 11 and 12 compacted away
+	c, _ := tr.Fetched(20) // 14..19 were transaction markers
+	tr.Done(a)
+	if got := tr.Watermark(); got != 13 {
 		t.Fatalf("watermark %d, want 13", got)
 	}
-	tr.done(c)
-	if got := tr.watermark(); got != 13 {
+	tr.Done(c)
+	if got := tr.Watermark(); got != 13 {
 		t.Fatalf("watermark %d, want 13 (13 not done)", got)
 	}
-	tr.done(b)
-	if got := tr.watermark(); got != 21 {
+	tr.Done(b)
+	if got := tr.Watermark(); got != 21 {
 		t.Fatalf("watermark %d, want 21", got)
 	}
 }
 
 func TestTrackerRepeats(t *testing.T) {
-	tr := newTracker()
-	s, _ := tr.fetched(5)
-	tr.done(s)
-	tr.done(s)      // twice: no effect
-	tr.done(s + 10) // unknown: no effect
-	if got := tr.watermark(); got != 6 {
+	tr := NewTracker()
+	s, _ := tr.Fetched(5)
+	tr.Done(s)
+	tr.Done(s)      // twice: no effect
+	tr.Done(s + 10) // unknown: no effect
+	if got := tr.Watermark(); got != 6 {
 		t.Fatalf("watermark %d, want 6", got)
 	}
 }
@@ -84,52 +81,52 @@ func TestTrackerRepeats(t *testing.T) {
 // completed (which would skip the new records at those offsets after a
 // restart); the reused offsets are tracked, and run, as new records.
 func TestLogTruncation(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	var seqs []uint64
 	for o := int64(0); o < 10; o++ {
-		s, cut := tr.fetched(o)
+		s, cut := tr.Fetched(o)
 		if cut {
 			t.Fatalf("fetched(%d) reported a truncation", o)
 		}
 		seqs = append(seqs, s)
 	}
-	tr.done(seqs[0])
-	tr.done(seqs[1])
-	tr.done(seqs[8]) // done above the watermark, then truncated away
+	tr.Done(seqs[0])
+	tr.Done(seqs[1])
+	tr.Done(seqs[8]) // done above the watermark, then truncated away
 	// offsets 2..9 unfinished; the log is cut back to 6 and 6.. reused
-	s6, cut := tr.fetched(6)
+	s6, cut := tr.Fetched(6)
 	if !cut {
 		t.Fatal("fetched(6) after 9 not reported as a truncation")
 	}
-	tr.doneAbove(func(o int64) { t.Fatalf("offset %d reported completed; nothing above the watermark is", o) })
-	if got := tr.watermark(); got != 2 {
+	tr.DoneAbove(func(o int64) { t.Fatalf("offset %d reported completed; nothing above the watermark is", o) })
+	if got := tr.Watermark(); got != 2 {
 		t.Fatalf("watermark %d, want 2 (held by the unfinished offset 2)", got)
 	}
 	for _, s := range seqs[2:6] {
-		tr.done(s)
+		tr.Done(s)
 	}
-	if got := tr.watermark(); got != 6 {
+	if got := tr.Watermark(); got != 6 {
 		t.Fatalf("watermark %d, want 6 (the reused offset, not yet done)", got)
 	}
-	tr.done(seqs[9]) // the old record at 9 finishing late changes nothing
-	tr.done(s6)
-	if got := tr.watermark(); got != 7 {
+	tr.Done(seqs[9]) // the old record at 9 finishing late changes nothing
+	tr.Done(s6)
+	if got := tr.Watermark(); got != 7 {
 		t.Fatalf("watermark %d, want 7", got)
 	}
 }
 
 func TestTrackerDoneAbove(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	var seqs []uint64
 	for o := int64(0); o < 10; o++ {
-		s, _ := tr.fetched(o)
+		s, _ := tr.Fetched(o)
 		seqs = append(seqs, s)
 	}
 	for _, o := range []int{1, 4, 5, 9} {
-		tr.done(seqs[o])
+		tr.Done(seqs[o])
 	}
 	var got []int64
-	tr.doneAbove(func(o int64) { got = append(got, o) })
+	tr.DoneAbove(func(o int64) { got = append(got, o) })
 	want := []int64{1, 4, 5, 9}
 	if len(got) != len(want) {
 		t.Fatalf("doneAbove %v, want %v", got, want)
@@ -139,7 +136,7 @@ func TestTrackerDoneAbove(t *testing.T) {
 			t.Fatalf("doneAbove %v, want %v", got, want)
 		}
 	}
-	if o, ok := tr.heldBy(); !ok || o != 0 {
+	if o, ok := tr.HeldBy(); !ok || o != 0 {
 		t.Fatalf("heldBy = %d, %v", o, ok)
 	}
 }
@@ -152,7 +149,7 @@ func FuzzTracker(f *testing.F) {
 	f.Add(int64(99), uint16(2000))
 	f.Fuzz(func(t *testing.T, seed int64, n uint16) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		tr := newTracker()
+		tr := NewTracker()
 		type rec struct {
 			offset int64
 			seq    uint64
@@ -163,14 +160,14 @@ func FuzzTracker(f *testing.F) {
 		for i := 0; i < int(n); i++ {
 			if rng.IntN(3) > 0 || len(model) == 0 {
 				offset += 1 + rng.Int64N(3) // gaps
-				s, cut := tr.fetched(offset)
+				s, cut := tr.Fetched(offset)
 				if cut {
 					t.Fatalf("fetched(%d) reported a truncation", offset)
 				}
 				model = append(model, &rec{offset: offset, seq: s})
 			} else {
 				r := model[rng.IntN(len(model))]
-				tr.done(r.seq)
+				tr.Done(r.seq)
 				r.done = true
 			}
 			want := offset + 1
@@ -180,7 +177,7 @@ func FuzzTracker(f *testing.F) {
 					break
 				}
 			}
-			if got := tr.watermark(); got != want {
+			if got := tr.Watermark(); got != want {
 				t.Fatalf("step %d: watermark %d, model %d", i, got, want)
 			}
 		}
@@ -188,45 +185,24 @@ func FuzzTracker(f *testing.F) {
 }
 
 func BenchmarkTrackerMarkAdvance(b *testing.B) {
-	tr := newTracker()
+	tr := NewTracker()
 	const window = 256
 	seqs := make([]uint64, 0, window)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, _ := tr.fetched(int64(i))
+		s, _ := tr.Fetched(int64(i))
 		seqs = append(seqs, s)
 		if len(seqs) == window {
 			// finish the window out of order: odd slots first, then even
 			for j := 1; j < window; j += 2 {
-				tr.done(seqs[j])
+				tr.Done(seqs[j])
 			}
 			for j := 0; j < window; j += 2 {
-				tr.done(seqs[j])
+				tr.Done(seqs[j])
 			}
 			seqs = seqs[:0]
 		}
 	}
-	_ = tr.watermark()
-}
-
-// TestTruncatedBelowCommit: the group committed 100 with offsets 105..110
-// listed as completed; the log was then truncated below 100 (an unclean
-// leader election), so the client resets and fetches from 0. The metadata
-// describes the old log: none of the new records may be skipped by it.
-func TestTruncatedBelowCommit(t *testing.T) {
-	p := newPartition(context.Background(), partKey{"t", 0}, 1, 1<<20, nil)
-	p.resume(100, []offRange{{105, 110}}, "meta")
-	var recs []*kgo.Record
-	for o := int64(0); o < 120; o++ {
-		recs = append(recs, &kgo.Record{Topic: "t", Offset: o})
-	}
-	n := 0
-	_, prior, cut := p.admit(recs, 120, nil, func(int, uint64) { n++ })
-	if prior != 0 || n != 120 || cut != 1 {
-		t.Fatalf("%d to lanes, %d skipped as completed before, %d truncations; want 120, 0, 1", n, prior, cut)
-	}
-	if cp, ok := p.toCommit(4096); !ok || cp.offset != 0 || cp.meta != "" {
-		t.Fatalf("commit %+v %v: want offset 0 with no completed offsets", cp, ok)
-	}
+	_ = tr.Watermark()
 }
