@@ -167,9 +167,6 @@ func TestFollowerRunsOnlyWhatItKnows(t *testing.T) {
 // ends cleanly on Ctrl-C; it fails, naming why, on lines out of order and
 // on a program that ends before printing them.
 func TestRunProgram(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a program")
-	}
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"go.mod": "module example.com/echo\n\ngo 1.26.0\n",
