@@ -3,11 +3,13 @@ package consumer
 import (
 	"errors"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
 )
 
 // The breaker as the lanes meet it: waiting while it is open, reporting
 // each attempt, and the watchdog's check that an open breaker can still
-// probe. The breaker itself (breaker.go) knows nothing of lanes.
+// probe. The breaker itself (internal/breaker) knows nothing of lanes.
 
 // breakerIdle, run by the watchdog, lets fetching resume while the breaker
 // is open with nothing to probe with (every held record ended — dead-lettered
@@ -18,13 +20,13 @@ import (
 // It is also where a hung probe is noticed when no lane is asking: the
 // watchdog's tick gives it up as soon as it passes its limit.
 func (c *Consumer) breakerIdle(now time.Time) {
-	if !c.brk.openNow() {
+	if !c.brk.OpenNow() {
 		return
 	}
-	idle, hung := c.brk.idle(now)
+	idle, hung := c.brk.Idle(now)
 	c.probeHung(hung, now)
 	if idle {
-		c.brk.idleReleased.Store(true)
+		c.brk.ReleaseIdle()
 		c.flow.holdChanged()
 	}
 }
@@ -32,7 +34,7 @@ func (c *Consumer) breakerIdle(now time.Time) {
 // probeRec is the running probe as the gate knows it: the record it runs
 // on (a batch's head) and when it started, to name it if it hangs.
 type probeRec struct {
-	id    probeID
+	id    breaker.ProbeID
 	w     *work
 	start time.Time
 }
@@ -41,14 +43,14 @@ type probeRec struct {
 // id is 0): counted as a failed probe, the next one runs on another lane,
 // its own lane still waits for the handler. The record is named when the
 // gate still knows it.
-func (c *Consumer) probeHung(id probeID, now time.Time) {
+func (c *Consumer) probeHung(id breaker.ProbeID, now time.Time) {
 	if id == 0 {
 		return
 	}
 	b := c.brk
 	ev := c.log().Warn().Uint64("probe", uint64(id)).Stringer("timeout", c.cfg.HandlerTimeout).
-		Stringer("probe_interval", b.pol.ProbeInterval)
-	if r := b.probeWork.Load(); r != nil && r.id == id {
+		Stringer("probe_interval", b.Policy().ProbeInterval)
+	if r := c.probeWork.Load(); r != nil && r.id == id {
 		ev = ev.Str("topic", r.w.rec.Topic).Int32("partition", r.w.rec.Partition).Int64("offset", r.w.rec.Offset).
 			Str("session", r.w.session).Stringer("running", now.Sub(r.start))
 	}
@@ -62,8 +64,8 @@ func (c *Consumer) probeHung(id probeID, now time.Time) {
 // or because the breaker closed. It reports whether it waited, and false
 // in ok when w's partition was fenced or w got done meanwhile (no attempt
 // is to be made).
-func (c *Consumer) breakerWait(w *work) (probe probeID, waited, ok bool) {
-	if !c.brk.openNow() {
+func (c *Consumer) breakerWait(w *work) (probe breaker.ProbeID, waited, ok bool) {
+	if !c.brk.OpenNow() {
 		return 0, false, true
 	}
 	return c.breakerHold(w)
@@ -71,27 +73,26 @@ func (c *Consumer) breakerWait(w *work) (probe probeID, waited, ok bool) {
 
 // breakerHold is breakerWait's loop while the breaker is open, in its own
 // function so that the common path (breaker closed) runs no deferred call.
-func (c *Consumer) breakerHold(w *work) (probe probeID, waited, ok bool) {
+func (c *Consumer) breakerHold(w *work) (probe breaker.ProbeID, waited, ok bool) {
 	b := c.brk
 	for {
 		now := time.Now()
-		a := b.allow(now)
-		c.probeHung(a.hung, now)
-		if a.ok {
-			if a.probe != 0 {
-				b.probeWork.Store(&probeRec{id: a.probe, w: w, start: now})
+		a := b.Allow(now)
+		c.probeHung(a.Hung, now)
+		if a.OK {
+			if a.Probe != 0 {
+				c.probeWork.Store(&probeRec{id: a.Probe, w: w, start: now})
 			}
-			return a.probe, waited, true
+			return a.Probe, waited, true
 		}
 		if !waited {
 			waited = true
-			b.waiters.Add(1)
-			defer b.waiters.Add(-1)
-			if b.idleReleased.Swap(false) { // hold fetching again
+			defer b.EndWait()
+			if b.BeginWait() { // hold fetching again
 				c.flow.holdChanged()
 			}
 		}
-		if !w.p.waitFor(w.seq, a.wait, a.closed) {
+		if !w.p.waitFor(w.seq, a.Wait, a.Closed) {
 			return 0, true, false
 		}
 	}
@@ -103,39 +104,39 @@ func (c *Consumer) breakerHold(w *work) (probe probeID, waited, ok bool) {
 // reports whether a failed attempt is excused: the breaker is open, so the
 // failure is the outage's, not the record's, and does not count against
 // its retry budget.
-func (c *Consumer) breakerReport(p *partition, probe probeID, err error) (excused bool) {
+func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error) (excused bool) {
 	b := c.brk
 	if b == nil {
 		return false
 	}
-	o := success
+	o := breaker.Success
 	switch {
 	case err == nil:
 	case IsPermanent(err) || p.isFenced() || errors.Is(err, errGroupSilent): // a revoke, a loss, the shutdown or a silence hold cut it short
-		o = neutral
+		o = breaker.Neutral
 	default:
-		o = failure
+		o = breaker.Failure
 	}
 	now := time.Now()
-	tr, hung := b.report(now, probe, o)
+	tr, hung := b.Report(now, probe, o)
 	c.probeHung(hung, now)
-	if r := b.probeWork.Load(); probe != 0 && r != nil && r.id == probe {
-		b.probeWork.CompareAndSwap(r, nil) // its record is not kept past its report
+	if r := c.probeWork.Load(); probe != 0 && r != nil && r.id == probe {
+		c.probeWork.CompareAndSwap(r, nil) // its record is not kept past its report
 	}
 	switch tr {
-	case becameOpen:
-		st := b.snapshot(time.Now())
+	case breaker.BecameOpen:
+		st := b.Snapshot(time.Now())
 		c.flow.holdChanged()
-		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Stringer("window", b.pol.Window).
-			Stringer("probe_interval", b.pol.ProbeInterval).Err(err).
+		c.log().Warn().Int("failed", st.Failures).Int("attempts", st.Calls).Stringer("window", b.Policy().Window).
+			Stringer("probe_interval", b.Policy().ProbeInterval).Err(err).
 			Msg("circuit breaker open: fetching paused, lanes hold their records, probing")
-	case becameClosed:
+	case breaker.BecameClosed:
 		c.flow.holdChanged()
-		c.log().Info().Stringer("open_for", time.Since(b.lastOpened())).
+		c.log().Info().Stringer("open_for", time.Since(b.LastOpened())).
 			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
 	}
-	if o == failure && b.openNow() {
-		b.excused.Add(1)
+	if o == breaker.Failure && b.OpenNow() {
+		b.Excuse()
 		return true
 	}
 	return false

@@ -11,138 +11,9 @@ import (
 	"github.com/rs/zerolog"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
 )
-
-func boolN(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// TestBreakerOpensAndProbes walks one outage: the breaker stays closed
-// below MinCalls and below the ratio, opens at both, admits one probe per
-// interval, ignores outcomes of attempts that are not probes, and closes on
-// a probe's success, waking the lanes waiting for it.
-func TestBreakerOpensAndProbes(t *testing.T) {
-	pol, err := BreakerPolicy{Enabled: true, MinCalls: 4, FailureRatio: 0.5, ProbeInterval: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := newBreaker(pol, time.Minute)
-	now := time.Unix(1_700_000_000, 0)
-	for i, o := range []outcome{failure, success, failure} {
-		if tr, _ := b.report(now, 0, o); tr != stay {
-			t.Fatalf("outcome %d: %v below MinCalls", i, tr)
-		}
-	}
-	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
-		t.Fatalf("3 of 4 failed: %v, want opened", tr)
-	}
-	a := b.allow(now)
-	if a.ok || a.wait != time.Second {
-		t.Fatalf("allow right after opening: %+v", a)
-	}
-	ch := a.closed
-	if tr, _ := b.report(now, 0, success); tr != stay {
-		t.Fatalf("a success that is not a probe closed it: %v", tr)
-	}
-	now = now.Add(time.Second)
-	p1 := b.allow(now)
-	if p1.probe == 0 || !p1.ok {
-		t.Fatal("no probe after ProbeInterval")
-	}
-	if a := b.allow(now); a.ok {
-		t.Fatal("a second attempt admitted while the probe runs")
-	}
-	if tr, _ := b.report(now, p1.probe, failure); tr != stay {
-		t.Fatalf("failed probe: %v", tr)
-	}
-	now = now.Add(time.Second)
-	p2 := b.allow(now)
-	if tr, _ := b.report(now, p2.probe, success); tr != becameClosed {
-		t.Fatalf("successful probe: %v, want closed", tr)
-	}
-	select {
-	case <-ch:
-	default:
-		t.Fatal("waiters not woken on close")
-	}
-	if st := b.snapshot(now); st.Open || st.Opens != 1 || st.Probes != 2 || st.Calls != 0 || st.HungProbes != 0 {
-		t.Fatalf("stats after close: %+v", st)
-	}
-}
-
-// TestBreakerProbeGivenUpAsHung walks a hung probe: it holds the probe
-// until its limit, is then given up (counted as a failed probe, named
-// once), the next probe starts ProbeInterval later on another lane, and
-// the hung probe's late success neither closes the breaker nor frees the
-// probe that replaced it; a probe that returns only past its limit is
-// given up by its own report; after the breaker closed and opened again,
-// an old probe's report judges nothing.
-func TestBreakerProbeGivenUpAsHung(t *testing.T) {
-	const limit, interval = 10 * time.Second, time.Second
-	b := newBreaker(BreakerPolicy{Enabled: true, Window: time.Minute, FailureRatio: 0.5, MinCalls: 1, ProbeInterval: interval}, limit)
-	now := time.Unix(1_700_000_000, 0)
-	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
-		t.Fatal("not opened")
-	}
-	now = now.Add(interval)
-	p1 := b.allow(now)
-	if p1.probe == 0 {
-		t.Fatal("no probe")
-	}
-	started := now
-	if a := b.allow(started.Add(limit - 1)); a.ok || a.hung != 0 || a.wait != interval {
-		t.Fatalf("just before its limit: %+v", a)
-	}
-	if idle, hung := b.idle(started.Add(limit - 1)); idle || hung != 0 {
-		t.Fatalf("idle just before the limit: %v, hung %d", idle, hung)
-	}
-	if st := b.snapshot(started.Add(limit)); st.HungProbes != 1 {
-		t.Fatalf("Stats at the limit: HungProbes %d, want 1", st.HungProbes)
-	}
-	a := b.allow(started.Add(limit))
-	if a.ok || a.hung != p1.probe || a.wait != interval {
-		t.Fatalf("at the limit: %+v, want refused with the hung probe %d named, wait %v", a, p1.probe, interval)
-	}
-	if a := b.allow(started.Add(limit + interval/2)); a.ok || a.hung != 0 || a.wait != interval/2 {
-		t.Fatalf("half an interval later: %+v (a probe is named once)", a)
-	}
-	now = started.Add(limit + interval)
-	p2 := b.allow(now)
-	if !p2.ok || p2.probe == 0 || p2.probe == p1.probe {
-		t.Fatalf("ProbeInterval after the hung probe: %+v, want a new probe", p2)
-	}
-	if tr, hung := b.report(now, p1.probe, success); tr != stay || hung != 0 {
-		t.Fatalf("the hung probe's late success: %v (hung %d), want ignored", tr, hung)
-	}
-	if a := b.allow(now); a.ok {
-		t.Fatal("the hung probe's late report freed the running probe's place")
-	}
-	// p2 returns only past its own limit: its report gives it up.
-	now = now.Add(limit)
-	if tr, hung := b.report(now, p2.probe, success); tr != stay || hung != p2.probe {
-		t.Fatalf("a probe reporting past its limit: %v (hung %d), want stay, given up", tr, hung)
-	}
-	if a := b.allow(now); a.ok || a.wait != interval {
-		t.Fatalf("after the late probe: %+v, want the next probe ProbeInterval after its limit", a)
-	}
-	now = now.Add(interval)
-	p3 := b.allow(now)
-	if tr, _ := b.report(now, p3.probe, success); tr != becameClosed {
-		t.Fatalf("p3's success: %v, want closed", tr)
-	}
-	if tr, _ := b.report(now, 0, failure); tr != becameOpen {
-		t.Fatal("not opened again")
-	}
-	if tr, _ := b.report(now, p1.probe, success); tr != stay {
-		t.Fatalf("a probe of the last opening judged this one: %v", tr)
-	}
-	if st := b.snapshot(now); !st.Open || st.Probes != 3 || st.HungProbes != 2 {
-		t.Fatalf("stats: %+v, want open, 3 probes, 2 hung", st)
-	}
-}
 
 func TestBreakerPolicyValidation(t *testing.T) {
 	for _, bad := range []BreakerPolicy{
@@ -296,9 +167,9 @@ func TestBreakerObservability(t *testing.T) {
 // opens it; a probe is due only after an hour) and the flow controller it
 // holds, to drive the breaker's gate without a broker.
 func breakerOnly() *Consumer {
-	c := &Consumer{flow: newFlow(), brk: newBreaker(BreakerPolicy{Enabled: true, Window: time.Second, FailureRatio: 0.5,
-		MinCalls: 1, ProbeInterval: time.Hour}, time.Minute)}
-	c.flow.holdFn = c.brk.wantsHold
+	c := &Consumer{flow: newFlow(), brk: breaker.New(breaker.Policy{Window: time.Second, FailureRatio: 0.5,
+		MinCalls: 1, ProbeInterval: time.Hour}, time.Minute, nil)}
+	c.flow.holdFn = c.brk.WantsHold
 	lg := zerolog.Nop()
 	c.cfg.Logger, c.workCtx = &lg, context.Background()
 	return c
@@ -311,7 +182,7 @@ func breakerOnly() *Consumer {
 func TestBreakerIdleResumesFetching(t *testing.T) {
 	c := breakerOnly()
 	c.breakerReport(newPartition(context.Background(), partKey{"t", 0}, 1, 10, nil), 0, errors.New("down"))
-	if !c.brk.openNow() || !c.flow.wantsHold() {
+	if !c.brk.OpenNow() || !c.flow.wantsHold() {
 		t.Fatal("not open and held after a failure with MinCalls 1")
 	}
 	c.breakerIdle(time.Now())
@@ -322,8 +193,7 @@ func TestBreakerIdleResumesFetching(t *testing.T) {
 	if c.flow.wantsHold() {
 		t.Fatal("an open breaker with nothing to probe with keeps fetching paused")
 	}
-	c.brk.waiters.Add(1)            // a lane holds a record
-	c.brk.idleReleased.Store(false) // as the waiting lane does
+	c.brk.BeginWait() // a lane holds a record, and clears the idle release as the waiting lane does
 	c.breakerIdle(time.Now().Add(2 * time.Hour))
 	if !c.flow.wantsHold() {
 		t.Fatal("fetching resumed while a lane holds a record to probe with")

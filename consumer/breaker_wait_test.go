@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
 )
 
 // TestBreakerWaitersCountedBack: lanes held by an open breaker count as its
@@ -24,7 +26,7 @@ func TestBreakerWaitersCountedBack(t *testing.T) {
 		return p, ws
 	}
 	c.breakerReport(newPartition(context.Background(), partKey{"t", 9}, 1, 10, nil), 0, errors.New("down"))
-	if !c.brk.openNow() {
+	if !c.brk.OpenNow() {
 		t.Fatal("not open after a failure with MinCalls 1")
 	}
 	fenced, fw := part(0)
@@ -32,7 +34,7 @@ func TestBreakerWaitersCountedBack(t *testing.T) {
 	_, cw := part(2)
 	type res struct {
 		w               *work
-		probe           probeID
+		probe           breaker.ProbeID
 		waited, attempt bool
 	}
 	out := make(chan res)
@@ -43,7 +45,7 @@ func TestBreakerWaitersCountedBack(t *testing.T) {
 			out <- res{w, probe, waited, ok}
 		}()
 	}
-	for c.brk.waiters.Load() != int64(len(all)) {
+	for c.brk.Waiters() != int64(len(all)) {
 		runtime.Gosched() // no signal for "waiting": poll the count
 	}
 	got := map[*work]res{}
@@ -59,17 +61,17 @@ func TestBreakerWaitersCountedBack(t *testing.T) {
 		skipped.markDone(w.seq)
 	}
 	collect(len(sw))
-	if n := c.brk.waiters.Load(); n != int64(len(cw)) {
+	if n := c.brk.Waiters(); n != int64(len(cw)) {
 		t.Fatalf("%d waiters after the fenced and skipped lanes left, want %d", n, len(cw))
 	}
 	// Close the breaker: a probe (due in an hour) succeeds.
-	a := c.brk.allow(time.Now().Add(2 * time.Hour))
-	if !a.ok || a.probe == 0 {
+	a := c.brk.Allow(time.Now().Add(2 * time.Hour))
+	if !a.OK || a.Probe == 0 {
 		t.Fatalf("no probe when due: %+v", a)
 	}
-	c.breakerReport(newPartition(context.Background(), partKey{"t", 9}, 1, 10, nil), a.probe, nil)
+	c.breakerReport(newPartition(context.Background(), partKey{"t", 9}, 1, 10, nil), a.Probe, nil)
 	collect(len(cw))
-	if n := c.brk.waiters.Load(); n != 0 {
+	if n := c.brk.Waiters(); n != 0 {
 		t.Fatalf("%d waiters after every lane left, want 0", n)
 	}
 	for _, w := range all {

@@ -171,7 +171,7 @@ func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
 	var topics []string
 	paused := map[partKey]*partition{}
 	for _, p := range parts {
-		if want, active := p.fetchState(); (want && active) || c.brk.openNow() {
+		if want, active := p.fetchState(); (want && active) || c.brk.OpenNow() {
 			paused[p.key] = p
 			if !slices.Contains(topics, p.key.topic) {
 				topics = append(topics, p.key.topic)

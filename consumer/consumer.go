@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -30,8 +31,12 @@ type Consumer struct {
 	stats   counters
 	tracer  *tracing.Tracer
 	metrics *metrics
-	brk     *breaker // nil unless Config.Breaker.Enabled
-	park    *parkIO  // nil unless Config.Park.Enabled
+	brk     *breaker.Breaker // nil unless Config.Breaker.Enabled
+	// probeWork is the running probe's record as the lanes know it, kept
+	// by the breaker's gate (breaker_gate.go) to name a probe given up as
+	// hung.
+	probeWork atomic.Pointer[probeRec]
+	park      *parkIO // nil unless Config.Park.Enabled
 	// held measures the time the member's work is held as a whole (a
 	// silence hold, an open breaker), which the stall watch does not count
 	// (stall_clock.go).
@@ -112,9 +117,11 @@ func build(cfg Config) (*Consumer, error) {
 	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
 	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
 	if cfg.Breaker.Enabled {
-		c.brk = newBreaker(cfg.Breaker, slowLimit(cfg.HandlerTimeout))
-		c.brk.heldTime = c.held
-		c.flow.holdFn = c.brk.wantsHold
+		held := c.held
+		c.brk = breaker.New(cfg.Breaker.machine(), slowLimit(cfg.HandlerTimeout), func(open bool, now time.Time) {
+			held.set(holdBreaker, open, now)
+		})
+		c.flow.holdFn = c.brk.WantsHold
 	}
 	var err error
 	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
@@ -316,7 +323,7 @@ func (c *Consumer) Stats() Stats {
 		SilenceHolds:       int64(c.member.holds.Load()),
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
-		Breaker:            c.brk.snapshot(time.Now()),
+		Breaker:            breakerStats(c.brk, time.Now()),
 	}
 	if n := out.Commits + out.CommitFailures; n > 0 {
 		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)

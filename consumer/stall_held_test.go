@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
 )
 
 // TestStallNotCountedWhileHeld: the stall watch does not count the time
@@ -36,13 +38,13 @@ func TestStallNotCountedWhileHeld(t *testing.T) {
 			hold := func(on bool) {
 				switch {
 				case kind == "breaker open" && on:
-					if tr, _ := c.brk.report(now, 0, failure); tr != becameOpen {
+					if tr, _ := c.brk.Report(now, 0, breaker.Failure); tr != breaker.BecameOpen {
 						t.Fatalf("breaker: %v, want it opened", tr)
 					}
 				case kind == "breaker open":
-					a := c.brk.allow(now)
-					if tr, _ := c.brk.report(now, a.probe, success); !a.ok || tr != becameClosed {
-						t.Fatalf("breaker: allowed %v, %v; want a probe that closes it", a.ok, tr)
+					a := c.brk.Allow(now)
+					if tr, _ := c.brk.Report(now, a.Probe, breaker.Success); !a.OK || tr != breaker.BecameClosed {
+						t.Fatalf("breaker: allowed %v, %v; want a probe that closes it", a.OK, tr)
 					}
 				case on:
 					c.member.mu.Lock()

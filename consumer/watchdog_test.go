@@ -125,7 +125,7 @@ func TestWatchdogLargestHandlerTimeout(t *testing.T) {
 	if n := c.stats.slowHandlers.Load(); n != 0 {
 		t.Errorf("an attempt an hour into a timeout of %v reported slow (%d reports)", cfg.HandlerTimeout, n)
 	}
-	if c.brk.hungAfter <= 0 {
-		t.Errorf("breaker probes are given up as hung after %v", c.brk.hungAfter)
+	if c.brk.HungAfter() <= 0 {
+		t.Errorf("breaker probes are given up as hung after %v", c.brk.HungAfter())
 	}
 }
