@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/hold"
 )
 
 // Consumer runs the lanes pipeline over one consumer-group member. Create it
@@ -40,7 +42,7 @@ type Consumer struct {
 	// held measures the time the member's work is held as a whole (a
 	// silence hold, an open breaker), which the stall watch does not count
 	// (stall_clock.go).
-	held *holdClock
+	held *hold.Clock
 	// parkLoopQueued counts the parked retries the park loop queued (the
 	// others follow a done head at once: parkMark).
 	parkLoopQueued atomic.Int64
@@ -110,7 +112,7 @@ func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
-	c.held = &holdClock{}
+	c.held = &hold.Clock{}
 	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})
 	c.stop.begun, c.stop.begin = context.WithCancel(context.Background())
@@ -119,7 +121,7 @@ func build(cfg Config) (*Consumer, error) {
 	if cfg.Breaker.Enabled {
 		held := c.held
 		c.brk = breaker.New(cfg.Breaker.machine(), slowLimit(cfg.HandlerTimeout), func(open bool, now time.Time) {
-			held.set(holdBreaker, open, now)
+			held.Set(hold.Breaker, open, now)
 		})
 		c.flow.holdFn = c.brk.WantsHold
 	}
@@ -336,7 +338,7 @@ func (c *Consumer) Stats() Stats {
 	}
 	s.dlqMu.Unlock()
 	now := time.Now()
-	out.WorkHeld = c.held.read(now).on.String()
+	out.WorkHeld = c.held.Read(now).On.String()
 	out.Partitions = []PartitionStats{}
 	for _, p := range c.own.all() {
 		out.Partitions = append(out.Partitions, p.stats(now))

@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/hold"
 )
 
 // memberPhase is where a member stands with its group.
@@ -64,7 +66,7 @@ type membership struct {
 	clock func() time.Time
 	// heldTime is told when a hold begins and ends, for the stall watch
 	// (stall_clock.go); nil: not told.
-	heldTime *holdClock
+	heldTime *hold.Clock
 	// proto is the group protocol of the latest group request the
 	// coordinator answered (protoClassic, protoConsumer; 0 none yet): at
 	// an assignment, the protocol that assigned it.
@@ -257,10 +259,10 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 
 // checkSilence begins a hold when the member, in a session or rebalancing
 // (it may own partitions), has had no heartbeat answered for holdAfter
-// since the last answered one was sent; hold is then called (outside the
+// since the last answered one was sent; cut is then called (outside the
 // lock) to cut the attempts running. It returns when to check again: never
 // after the hold could be due.
-func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
+func (m *membership) checkSilence(now time.Time, cut func()) time.Duration {
 	m.mu.Lock()
 	after := holdAfter(m.sessionTimeout)
 	due := m.sentAt.Add(after)
@@ -275,14 +277,14 @@ func (m *membership) checkSilence(now time.Time, hold func()) time.Duration {
 	g := &holdGate{since: now, over: make(chan struct{})}
 	m.held.Store(g)
 	m.holds.Add(1)
-	m.heldTime.set(holdSilence, true, now)
+	m.heldTime.Set(hold.Silence, true, now)
 	sent, st := m.sentAt, m.sessionTimeout
 	m.mu.Unlock()
 	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Stringer("session_timeout", st).
 		Msg("group coordinator has answered no heartbeat for four fifths of the session timeout: holding this member's work " +
 			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
 			"it resumes when a heartbeat is answered. Check the brokers and the network between them and this member")
-	hold()
+	cut()
 	return after
 }
 
@@ -292,7 +294,7 @@ func (m *membership) endHoldLocked() *holdGate {
 	g := m.held.Swap(nil)
 	if g != nil {
 		close(g.over)
-		m.heldTime.set(holdSilence, false, m.clock())
+		m.heldTime.Set(hold.Silence, false, m.clock())
 		m.poke()
 	}
 	return g

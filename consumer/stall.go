@@ -16,7 +16,7 @@ import (
 // stalled, so nothing is skipped. It runs on the watchdog goroutine; the
 // hot path pays nothing for it (the watchdog samples watermarks).
 func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
-	hr := c.held.read(now)
+	hr := c.held.Read(now)
 	for _, p := range c.own.all() {
 		s := p.stallCheck(now, c.cfg.StallTimeout, hr)
 		if !s.stalled {
@@ -94,7 +94,7 @@ func (c *Consumer) skipStalled(bg context.Context, w *work, l *lane) {
 		return
 	}
 	defer w.claim.Unlock()
-	if w.p.isDone(w.seq) || c.held.read(time.Now()).on != 0 {
+	if w.p.isDone(w.seq) || c.held.Read(time.Now()).On != 0 {
 		return // done meanwhile, or a hold began since the check: not a stall
 	}
 	attempt := 0

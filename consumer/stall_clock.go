@@ -1,9 +1,9 @@
 package consumer
 
 import (
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/hold"
 )
 
 // The stall clock. A partition is stalled when the record holding its
@@ -24,79 +24,6 @@ import (
 // that ignores its context and hangs through a hold is reported stalled
 // that much later (the slow-handler watch reports it meanwhile), as an
 // open breaker already kept SkipStalled from skipping anything.
-
-// holdKind is what holds this member's work as a whole.
-type holdKind uint8
-
-const (
-	holdSilence holdKind = 1 << iota // the silence hold (silence.go)
-	holdBreaker                      // the circuit breaker is open (breaker.go)
-)
-
-// String names the holds in force, as Stats.WorkHeld shows them.
-func (k holdKind) String() string {
-	var out []string
-	if k&holdSilence != 0 {
-		out = append(out, "silence hold")
-	}
-	if k&holdBreaker != 0 {
-		out = append(out, "breaker open")
-	}
-	return strings.Join(out, ", ")
-}
-
-// holdClock measures the time during which this member's work was held as
-// a whole, for the stall clocks. Its writers call set under the lock that
-// orders their own transitions (membership.mu, breaker.mu), so the begin
-// and the end of one kind never cross; two kinds in force at once count
-// once. A nil holdClock is never held.
-type holdClock struct {
-	mu    sync.Mutex
-	on    holdKind      // the holds in force
-	since time.Time     // when the current held spell began (on != 0)
-	total time.Duration // the length of the held spells that ended
-}
-
-// set records that hold k began (on) or ended at now.
-func (h *holdClock) set(k holdKind, on bool, now time.Time) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case on && h.on&k == 0:
-		if h.on == 0 {
-			h.since = now
-		}
-		h.on |= k
-	case !on && h.on&k != 0:
-		h.on &^= k
-		if h.on == 0 {
-			h.total += max(now.Sub(h.since), 0)
-		}
-	}
-}
-
-// holdReading is the hold clock at one instant.
-type holdReading struct {
-	total time.Duration // time held since the consumer was made
-	on    holdKind      // the holds in force
-}
-
-// read returns the hold clock at now.
-func (h *holdClock) read(now time.Time) holdReading {
-	if h == nil {
-		return holdReading{}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r := holdReading{total: h.total, on: h.on}
-	if h.on != 0 {
-		r.total += max(now.Sub(h.since), 0)
-	}
-	return r
-}
 
 // stallClock is a partition's stall sample, taken by the watchdog's stall
 // check (under partition.mu).
@@ -125,18 +52,18 @@ type stallSample struct {
 // the hold clock then. The clock starts again when the watermark moves,
 // when nothing is pending, and while the partition is fenced. While a
 // hold is in force nothing is stalled.
-func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr holdReading) stallSample {
+func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr hold.Reading) stallSample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sc := &p.stall
 	wm := p.tr.Watermark()
 	offset, pending := p.tr.HeldBy()
 	if wm != sc.lastWM || !pending || p.fenced {
-		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.total, sampled: now, held: hr.on != 0}
+		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.Total, sampled: now, held: hr.On != 0}
 		return stallSample{}
 	}
-	sc.counted = max(now.Sub(sc.movedAt)-(hr.total-sc.heldBase), 0)
-	sc.sampled, sc.held = now, hr.on != 0
+	sc.counted = max(now.Sub(sc.movedAt)-(hr.Total-sc.heldBase), 0)
+	sc.sampled, sc.held = now, hr.On != 0
 	head, _ := p.tr.Head()
 	s := stallSample{offset: offset, seq: head, counted: sc.counted, since: sc.movedAt}
 	if sc.held {

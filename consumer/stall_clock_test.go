@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/hold"
 )
 
 // checkHeldStats checks Stats taken while this member's work is held
@@ -21,44 +23,6 @@ func checkHeldStats(t *testing.T, st Stats, kind string, timeout time.Duration) 
 	}
 }
 
-// TestHoldClock: the time held is the union of the holds' spells (two at
-// once count once), read at any instant; repeated or unmatched begins and
-// ends change nothing; a nil clock is never held.
-func TestHoldClock(t *testing.T) {
-	t0 := time.Now()
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	var h holdClock
-	want := func(s float64, total time.Duration, on holdKind) {
-		t.Helper()
-		if r := h.read(at(s)); r.total != total || r.on != on {
-			t.Fatalf("at %vs: %v held, %q in force; want %v, %q", s, r.total, r.on, total, on)
-		}
-	}
-	want(0, 0, 0)
-	h.set(holdBreaker, false, at(1)) // not in force: ignored
-	want(2, 0, 0)
-	h.set(holdSilence, true, at(2))
-	want(3, time.Second, holdSilence)
-	h.set(holdSilence, true, at(3)) // again: the spell goes on from 2
-	h.set(holdBreaker, true, at(4))
-	want(5, 3*time.Second, holdSilence|holdBreaker)
-	h.set(holdSilence, false, at(6))
-	want(7, 5*time.Second, holdBreaker)
-	h.set(holdBreaker, false, at(8))
-	want(20, 6*time.Second, 0)
-	h.set(holdBreaker, true, at(30))
-	h.set(holdBreaker, false, at(31))
-	want(40, 7*time.Second, 0)
-	if got := (holdSilence | holdBreaker).String(); got != "silence hold, breaker open" {
-		t.Fatalf("String: %q", got)
-	}
-	var none *holdClock
-	none.set(holdSilence, true, t0)
-	if r := none.read(at(9)); r != (holdReading{}) {
-		t.Fatalf("nil clock: %+v", r)
-	}
-}
-
 // TestStallClockStats: what Stats shows of the stall clock: paused during
 // a hold (WatermarkAge goes on), not stalled while held although the clock
 // had reached the timeout before the hold, stalled again after it; the
@@ -69,10 +33,10 @@ func TestStallClockStats(t *testing.T) {
 	seqs := admitOffsets(p, 0, 1)
 	t0 := time.Now()
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	var h holdClock
+	var h hold.Clock
 	check := func(s float64, wantStalled bool, counted, age time.Duration) {
 		t.Helper()
-		got := p.stallCheck(at(s), timeout, h.read(at(s)))
+		got := p.stallCheck(at(s), timeout, h.Read(at(s)))
 		ps := p.stats(at(s))
 		if got.stalled != wantStalled || ps.Stalled != wantStalled || ps.StalledFor != counted || ps.WatermarkAge != age {
 			t.Fatalf("at %vs: stalled %v (stats %v), clock %v, age %v; want %v, %v, %v",
@@ -81,12 +45,12 @@ func TestStallClockStats(t *testing.T) {
 	}
 	check(0, false, 0, 0)
 	check(6, true, 6*time.Second, 6*time.Second)
-	h.set(holdBreaker, true, at(7))
+	h.Set(hold.Breaker, true, at(7))
 	check(9, false, 7*time.Second, 9*time.Second) // held: a hold is not a stall
 	if ps := p.stats(at(12)); ps.StalledFor != 7*time.Second {
 		t.Fatalf("between checks, held: clock %v, want it paused at 7s", ps.StalledFor)
 	}
-	h.set(holdBreaker, false, at(12))
+	h.Set(hold.Breaker, false, at(12))
 	check(13, true, 8*time.Second, 13*time.Second) // stalled before the hold: stalled again after it
 	if ps := p.stats(at(14)); ps.StalledFor != 9*time.Second {
 		t.Fatalf("between checks: clock %v, want 9s", ps.StalledFor)
