@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/clip"
 )
 
 // Headers lanes adds to a dead-lettered record, next to the original ones.
@@ -111,19 +112,8 @@ func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attem
 		size += len(x.Key) + len(x.Value)
 	}
 	room := min(maxErrorHeader, max(d.limit-size, 0))
-	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(clipUTF8(errText, room))})
+	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(clip.UTF8(errText, room))})
 	return &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
-}
-
-// clipUTF8 shortens s to at most n bytes without splitting a UTF-8 sequence.
-func clipUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // write produces a copy of rec and waits for the broker's

@@ -4,8 +4,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // parkAheadBytes bounds what a partition's read-ahead holds.
@@ -45,7 +46,7 @@ func (ra *readAhead) keep(rs []*kgo.Record) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	for _, r := range rs {
-		if !isParkCopy(r) || ra.recs[r.Offset] != nil {
+		if !parkwire.IsCopy(r) || ra.recs[r.Offset] != nil {
 			continue
 		}
 		n := recordBytes(r)
@@ -97,19 +98,4 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 		c.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: bytes(h.Value)} // a key is a string of its own (kbin copies it)
 	}
 	return c
-}
-
-// isParkCopy reports whether park partition record r is a parked copy.
-func isParkCopy(r *kgo.Record) bool {
-	return string(headerValue(r, headerParkKind)) == parkKindNames[parkset.KindRecord]
-}
-
-// headerValue is the value of r's header k; nil without one.
-func headerValue(r *kgo.Record, k string) []byte {
-	for _, h := range r.Headers {
-		if h.Key == k {
-			return h.Value
-		}
-	}
-	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // TestParkRetrySessionKeyNotConcurrent: Config.SessionKey runs one call at
@@ -181,13 +183,13 @@ func TestParkUnavailableRecovers(t *testing.T) {
 // none of them: the rebuilt record has the copy's write time as its
 // timestamp and no producer ID or leader epoch.
 func TestParkRebuiltRecordKeepsSource(t *testing.T) {
-	io := &parkIO{cfg: &Config{Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}}}
+	io := newParkIO(&Config{Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}})
 	src := &kgo.Record{Topic: "chats", Partition: 2, Offset: 41, Key: []byte("s"), Value: []byte("v"),
 		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), LeaderEpoch: 7, ProducerID: 9001, ProducerEpoch: 3}
 	now := time.Now()
-	cp := io.copyOf(src, "s", 5, 1, now, now, "down")
+	cp := io.w.Copy(src, "s", 5, 1, now, now, "down")
 	cp.Offset, cp.Timestamp = 12, now // as the broker stores it: the copy's own write time
-	_, got, err := parseEntry(cp)
+	_, got, err := parkwire.Parse(cp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/lanesdev/lanes/consumer/internal/offsets"
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestParkConfigValidation(t *testing.T) {
@@ -94,56 +95,6 @@ func TestShouldPark(t *testing.T) {
 	}
 	if Park(nil) != nil || IsPark(cause) || !IsPark(Park(cause)) || !errors.Is(Park(cause), cause) {
 		t.Fatal("Park wraps and unwraps its error")
-	}
-}
-
-// TestParkEntryRoundTrip: a parked copy keeps key, value, headers and event
-// ID and carries its provenance; markers carry their session and through;
-// the rebuild reads back exactly what was written.
-func TestParkEntryRoundTrip(t *testing.T) {
-	cfg := Config{Group: "chat", Park: ParkPolicy{TopicSuffix: ".park"}}
-	io := &parkIO{cfg: &cfg}
-	src := &kgo.Record{Topic: "chats", Partition: 3, Offset: 77, Key: []byte("k"), Value: []byte("v"),
-		Headers: []kgo.RecordHeader{{Key: "lanes-event-id", Value: []byte("id-1")}, {Key: "traceparent", Value: []byte("tp")}}}
-	first := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	cp := io.copyOf(src, "k", 12, 4, first, first.Add(time.Second), "dependency down")
-	if cp.Topic != "chats.park" || cp.Partition != 3 || string(cp.Key) != "k" || string(cp.Value) != "v" {
-		t.Fatalf("copy %s/%d key %q value %q", cp.Topic, cp.Partition, cp.Key, cp.Value)
-	}
-	for k, want := range map[string]string{headerParkTopic: "chats", headerParkPartition: "3", headerParkOffset: "77",
-		headerParkAttempts: "4", headerParkFirstFailure: "2026-01-02T03:04:05.000000006Z",
-		headerParkNotBefore: "2026-01-02T03:04:06.000000006Z", headerParkReason: "dependency down", headerParkEpoch: "12", headerParkGroup: "chat"} {
-		if got := headerOf(cp, k); got != want {
-			t.Errorf("header %s = %q; want %q", k, got, want)
-		}
-	}
-	cp.Offset = 500
-	e, rec, err := parseEntry(cp)
-	if err != nil || e != (parkset.Entry{Kind: parkset.KindRecord, Session: "k", Src: 77, Epoch: 12, Gen: -1, Group: "chat"}) {
-		t.Fatalf("parse copy: %+v, %v", e, err)
-	}
-	if rec.Topic != "chats" || rec.Partition != 3 || rec.Offset != 77 || len(rec.Headers) != 2 || headerOf(rec, "lanes-event-id") != "id-1" {
-		t.Fatalf("the handler would see %+v", rec)
-	}
-	for _, kind := range []parkset.Kind{parkset.KindDone, parkset.KindHold} {
-		e, _, err := parseEntry(io.marker(kind, "chats", 3, "k", 90, 12))
-		want := parkset.Entry{Kind: kind, Session: "k", Src: 90, Epoch: 12, Gen: -1, Group: "chat"}
-		if err != nil || e != want {
-			t.Errorf("parse %c marker: %+v, %v; want %+v", kind, e, err, want)
-		}
-	}
-	if e, _, err := parseEntry(io.fence("chats", 3, 2, "consumer", "00ab", true)); err != nil || !e.Reset || e.Gen != 2 || e.Proto != "consumer" {
-		t.Errorf("parse reset fence: %+v, %v", e, err)
-	}
-	f := io.fence("chats", 3, 7, "classic", "00ab", false)
-	if f.Topic != "chats.park" || f.Partition != 3 || f.Key != nil {
-		t.Fatalf("fence %s/%d key %q", f.Topic, f.Partition, f.Key)
-	}
-	if e, _, err := parseEntry(f); err != nil || e != (parkset.Entry{Kind: parkset.KindFence, Epoch: -1, Gen: 7, Proto: "classic", Group: "chat", TopicID: "00ab"}) {
-		t.Errorf("parse fence: %+v, %v", e, err)
-	}
-	if _, _, err := parseEntry(&kgo.Record{Value: []byte("x")}); err == nil {
-		t.Error("a foreign record parsed as a park entry")
 	}
 }
 

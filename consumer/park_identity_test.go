@@ -77,7 +77,7 @@ func parkWorld(t *testing.T, e *env, group, section string, entries ...func(io *
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	cl := e.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	io := &parkIO{cfg: &Config{Group: group, Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}}}
+	io := newParkIO(&Config{Group: group, Park: ParkPolicy{TopicSuffix: DefaultParkTopicSuffix}})
 	for _, mk := range entries {
 		if err := cl.ProduceSync(ctx, mk(io)).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func runChats(t *testing.T, e *env, group string) *Consumer {
 func TestParkGenerationsStartAgain(t *testing.T) {
 	e := newEnv(t, 1, "chats", "chats.park", "dlq")
 	produceSeqs(t, e, "chats", "s", 0, 5)
-	parkWorld(t, e, "g-gen", ";park2:1,0,999,consumer,,", func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "consumer", "", false) })
+	parkWorld(t, e, "g-gen", ";park2:1,0,999,consumer,,", func(io *parkIO) *kgo.Record { return io.w.Fence("chats", 0, 999, "consumer", "", false) })
 	runChats(t, e, "g-gen")
 	if pc := committedSection(t, e, "g-gen"); pc.fence.Gen >= 999 || pc.fence.Off < 1 {
 		t.Fatalf("committed park section %+v; want this owner's reset fence in force", pc)
@@ -158,11 +158,11 @@ func TestParkTopicMadeAgain(t *testing.T) {
 			e := newEnv(t, 1, "chats", "chats.park", "dlq")
 			produceSeqs(t, e, "chats", "s", 0, 5)
 			parkWorld(t, e, "g-made-again", tc.section,
-				func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "classic", "", false) },
+				func(io *parkIO) *kgo.Record { return io.w.Fence("chats", 0, 1, "classic", "", false) },
 				func(io *parkIO) *kgo.Record {
-					return io.copyOf(&kgo.Record{Topic: "chats", Offset: 0, Key: []byte("s"), Value: []byte("s|0")}, "s", 0, 1, time.Now(), time.Now(), "old")
+					return io.w.Copy(&kgo.Record{Topic: "chats", Offset: 0, Key: []byte("s"), Value: []byte("s|0")}, "s", 0, 1, time.Now(), time.Now(), "old")
 				},
-				func(io *parkIO) *kgo.Record { return io.marker(parkset.KindHold, "chats", 0, "s", 0, 0) })
+				func(io *parkIO) *kgo.Record { return io.w.Marker(parkset.KindHold, "chats", 0, "s", 0, 0) })
 			runChats(t, e, "g-made-again")
 			if pc := committedSection(t, e, "g-made-again"); pc.pos < 0 || pc.pos > 10 || pc.ids.park == "ffffffffffffffffffffffffffffffff" {
 				t.Fatalf("committed park section %+v; want one within the park partition, of its park topic", pc)
@@ -183,8 +183,8 @@ func TestParkLateOwnFence(t *testing.T) {
 	e := newEnv(t, 1, "chats", "chats.park", "dlq")
 	produceSeqs(t, e, "chats", "s", 0, 5)
 	parkWorld(t, e, "g-late", ";park2:1,0,1,classic,,",
-		func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 1, "classic", "", false) },
-		func(io *parkIO) *kgo.Record { return io.fence("chats", 0, 999, "classic", "", false) })
+		func(io *parkIO) *kgo.Record { return io.w.Fence("chats", 0, 1, "classic", "", false) },
+		func(io *parkIO) *kgo.Record { return io.w.Fence("chats", 0, 999, "classic", "", false) })
 	rec := newRecorder(5, nil)
 	cfg := e.config("g-late", "chats")
 	cfg.Park.Enabled = true

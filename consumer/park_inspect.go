@@ -105,7 +105,7 @@ func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) 
 		return nil, fmt.Errorf("consumer: inspect parked: describe %s and %s: %w", topic, park, err)
 	}
 	ids := topicIDs{source: idOf(tds[topic]), park: idOf(tds[park])}
-	io := &parkIO{cfg: cfg}
+	io := newParkIO(cfg)
 	var out []ParkedSession
 	var failed error
 	ends.Each(func(o kadm.ListedOffset) {

@@ -5,47 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-)
 
-// Headers of park topic entries
-// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#topic-layout).
-// A parked copy keeps the record's own key, value and headers and adds
-// these. They are lanes' own wire format, read only by lanes
-// (InspectParked, ReleaseHeld, the lanes CLI), so they are not exported;
-// parking.md documents them for an operator reading a park topic.
-const (
-	headerParkKind       = "lanes-park-kind"       // record, done, hold, attempt, fence or release
-	headerParkSession    = "lanes-park-session"    // the lane (session) it belongs to
-	headerParkEpoch      = "lanes-park-epoch"      // park offset of its writer's fence marker
-	headerParkGroup      = "lanes-park-group"      // the consumer group that wrote it
-	headerParkGeneration = "lanes-park-generation" // fence: the owner's generation (classic) or member epoch (KIP-848)
-	headerParkTopicID    = "lanes-park-topic-id"   // fence: the source topic's ID (hex), its incarnation
-	headerParkProtocol   = "lanes-park-protocol"   // fence: the group protocol its generation is of: classic or consumer (KIP-848)
-	// headerParkGenerationReset marks a fence whose generation starts the
-	// comparison again ("true"): the group's generations started again.
-	headerParkGenerationReset = "lanes-park-generation-reset"
-	headerParkThrough         = "lanes-park-through"       // done/hold: source offsets done through this one; attempt: its head's source offset
-	headerParkRetries         = "lanes-park-retries"       // attempt: failed retries of the head so far
-	headerParkTopic           = "lanes-park-topic"         // source topic
-	headerParkPartition       = "lanes-park-partition"     // source partition
-	headerParkOffset          = "lanes-park-offset"        // source offset
-	headerParkAttempts        = "lanes-park-attempts"      // failed attempts before it was parked
-	headerParkFirstFailure    = "lanes-park-first-failure" // RFC 3339, when its first attempt failed
-	headerParkNotBefore       = "lanes-park-not-before"    // RFC 3339, its first retry
-	headerParkReason          = "lanes-park-reason"        // why it was parked
-	headerParkSource          = "lanes-park-source"        // the source record's timestamp (Unix ns), leader epoch, producer ID and epoch
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
-
-var parkKindNames = map[parkset.Kind]string{parkset.KindRecord: "record", parkset.KindDone: "done", parkset.KindHold: "hold",
-	parkset.KindFence: "fence", parkset.KindAttempt: "attempt", parkset.KindRelease: "release"}
 
 // parkIO writes and reads park partitions: a producer of its own that
 // writes each entry to the partition it names, and a short-lived direct
@@ -54,20 +23,29 @@ var parkKindNames = map[parkset.Kind]string{parkset.KindRecord: "record", parkse
 type parkIO struct {
 	cfg     *Config
 	client  *kgo.Client
-	leaders leaderCache  // of park partitions, for readAt
-	fetches atomic.Int64 // fetches readAt made (tests)
-	limits  parkLimits   // max.message.bytes of the park topics (park_size.go)
+	w       parkwire.Writer  // the group's entries, as the park topic carries them
+	leaders leaderCache      // of park partitions, for readAt
+	fetches atomic.Int64     // fetches readAt made (tests)
+	limits  *parkwire.Limits // max.message.bytes of the park topics (park_size.go)
+}
+
+// newParkIO is the park I/O of cfg's group, without a client: what builds
+// and names its entries (inspect, release and the topic check need no
+// more).
+func newParkIO(cfg *Config) *parkIO {
+	return &parkIO{cfg: cfg, w: parkwire.Writer{Group: cfg.Group, Suffix: cfg.Park.TopicSuffix},
+		limits: &parkwire.Limits{Default: defaultMaxMessageBytes}}
 }
 
 // openPark starts the park client. Its batches to each park topic are
 // capped at the topic's max.message.bytes, as check learns it before the
 // first write to the topic (park_size.go).
 func openPark(cfg *Config) (*parkIO, error) {
-	io := &parkIO{cfg: cfg}
+	io := newParkIO(cfg)
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytesFn(io.limits.batchMax),
+		kgo.ProducerBatchMaxBytesFn(io.limits.BatchMax),
 		kgo.WithLogger(newKgoLogger(cfg.Logger, "park")),
 	}, cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
@@ -78,7 +56,7 @@ func openPark(cfg *Config) (*parkIO, error) {
 	return io, nil
 }
 
-func (io *parkIO) topic(source string) string { return source + io.cfg.Park.TopicSuffix }
+func (io *parkIO) topic(source string) string { return io.w.Topic(source) }
 
 // errParkTopicBad: the park topic is there but unfit (partition count,
 // compaction): trying again does not help.
@@ -161,153 +139,6 @@ func (io *parkIO) write(ctx context.Context, rec *kgo.Record) (int64, error) {
 	}
 }
 
-// copyOf is the park copy of source record r of lane.
-func (io *parkIO) copyOf(r *kgo.Record, lane string, epoch int64, attempts int, first, notBefore time.Time, reason string) *kgo.Record {
-	h := make([]kgo.RecordHeader, 0, len(r.Headers)+11)
-	h = append(h, r.Headers...)
-	h = append(h, io.meta(parkset.KindRecord, lane, epoch)...)
-	h = append(h,
-		kgo.RecordHeader{Key: headerParkTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: headerParkPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
-		kgo.RecordHeader{Key: headerParkOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
-		kgo.RecordHeader{Key: headerParkAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
-		kgo.RecordHeader{Key: headerParkFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: headerParkNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: headerParkReason, Value: []byte(clipUTF8(reason, maxErrorHeader))},
-		kgo.RecordHeader{Key: headerParkSource, Value: []byte(fmt.Sprintf("%d %d %d %d",
-			r.Timestamp.UnixNano(), r.LeaderEpoch, r.ProducerID, r.ProducerEpoch))},
-	)
-	return &kgo.Record{Topic: io.topic(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: h}
-}
-
-// marker is a done, hold or attempt entry of park partition (topic,
-// part).
-func (io *parkIO) marker(kind parkset.Kind, source string, part int32, lane string, through, epoch int64) *kgo.Record {
-	h := append(io.meta(kind, lane, epoch), kgo.RecordHeader{Key: headerParkThrough, Value: strconv.AppendInt(nil, through, 10)})
-	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(lane), Headers: h}
-}
-
-// fence is the fence marker of a new owner of source partition (source,
-// part): its generation gen, of group protocol proto, and the source
-// topic's ID. A reset fence (its owner's generation was below the one in
-// force, of the other protocol: the group's protocol switched, so its
-// generations started again) is in force whatever the generation before
-// it.
-func (io *parkIO) fence(source string, part int32, gen int32, proto, topicID string, reset bool) *kgo.Record {
-	h := append(io.meta(parkset.KindFence, "", -1),
-		kgo.RecordHeader{Key: headerParkGeneration, Value: strconv.AppendInt(nil, int64(gen), 10)},
-		kgo.RecordHeader{Key: headerParkProtocol, Value: []byte(proto)},
-		kgo.RecordHeader{Key: headerParkTopicID, Value: []byte(topicID)})
-	if reset {
-		h = append(h, kgo.RecordHeader{Key: headerParkGenerationReset, Value: []byte("true")})
-	}
-	return &kgo.Record{Topic: io.topic(source), Partition: part, Headers: h}
-}
-
-// attempt is the attempt marker of lane's head at source offset src,
-// after its retries-th failed retry.
-func (io *parkIO) attempt(source string, part int32, lane string, src, epoch int64, retries int) *kgo.Record {
-	r := io.marker(parkset.KindAttempt, source, part, lane, src, epoch)
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerParkRetries, Value: strconv.AppendInt(nil, int64(retries), 10)})
-	return r
-}
-
-func (io *parkIO) meta(kind parkset.Kind, lane string, epoch int64) []kgo.RecordHeader {
-	return []kgo.RecordHeader{
-		{Key: headerParkKind, Value: []byte(parkKindNames[kind])},
-		{Key: headerParkSession, Value: []byte(lane)},
-		{Key: headerParkEpoch, Value: strconv.AppendInt(nil, epoch, 10)},
-		{Key: headerParkGroup, Value: []byte(io.cfg.Group)},
-	}
-}
-
-// parseEntry reads a park partition's record: its entry and, for a parked
-// copy, the source record as the handler is to see it (source topic,
-// partition and offset; its own headers without lanes-park-*).
-func parseEntry(r *kgo.Record) (parkset.Entry, *kgo.Record, error) {
-	var e parkset.Entry
-	var kind, topic string
-	var part, off, through int64 = -1, -1, -1
-	e.Epoch, e.Gen = -1, -1
-	src := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-	for _, h := range r.Headers {
-		if !strings.HasPrefix(h.Key, "lanes-park-") {
-			src.Headers = append(src.Headers, h)
-			continue
-		}
-		v := string(h.Value)
-		switch h.Key {
-		case headerParkKind:
-			kind = v
-		case headerParkSession:
-			e.Session = v
-		case headerParkEpoch:
-			e.Epoch, _ = strconv.ParseInt(v, 10, 64)
-		case headerParkGroup:
-			e.Group = v
-		case headerParkGeneration:
-			if g, err := strconv.ParseInt(v, 10, 32); err == nil {
-				e.Gen = int32(g)
-			}
-		case headerParkTopicID:
-			e.TopicID = v
-		case headerParkProtocol:
-			e.Proto = v
-		case headerParkGenerationReset:
-			e.Reset = v == "true"
-		case headerParkThrough:
-			through, _ = strconv.ParseInt(v, 10, 64)
-		case headerParkRetries:
-			e.Retries, _ = strconv.Atoi(v)
-		case headerParkTopic:
-			topic = v
-		case headerParkPartition:
-			part, _ = strconv.ParseInt(v, 10, 64)
-		case headerParkOffset:
-			off, _ = strconv.ParseInt(v, 10, 64)
-		case headerParkSource: // the source record as the handler saw it before the copy (absent in older copies)
-			var ns int64
-			if _, err := fmt.Sscanf(v, "%d %d %d %d", &ns, &src.LeaderEpoch, &src.ProducerID, &src.ProducerEpoch); err == nil {
-				src.Timestamp = time.Unix(0, ns)
-			}
-		}
-	}
-	switch kind {
-	case "record":
-		if topic == "" || part < 0 || off < 0 {
-			return e, nil, errors.New("parked copy without its source position")
-		}
-		e.Kind, e.Src = parkset.KindRecord, off
-		src.Topic, src.Partition, src.Offset = topic, int32(part), off
-		return e, src, nil
-	case "done", "hold":
-		if through < 0 {
-			return e, nil, fmt.Errorf("%s marker without %s", kind, headerParkThrough)
-		}
-		e.Kind, e.Src = parkset.KindDone, through
-		if kind == "hold" {
-			e.Kind = parkset.KindHold
-		}
-		return e, nil, nil
-	case "attempt":
-		if through < 0 || e.Retries <= 0 {
-			return e, nil, fmt.Errorf("attempt marker without %s or %s", headerParkThrough, headerParkRetries)
-		}
-		e.Kind, e.Src = parkset.KindAttempt, through
-		return e, nil, nil
-	case "fence":
-		e.Kind = parkset.KindFence
-		return e, nil, nil
-	case "release":
-		if e.Session == "" {
-			return e, nil, fmt.Errorf("release marker without %s", headerParkSession)
-		}
-		e.Kind = parkset.KindRelease
-		return e, nil, nil
-	}
-	return e, nil, fmt.Errorf("not a lanes park entry (%s %q)", headerParkKind, kind)
-}
-
 // loggedEntry is an entry of a park partition as read back: where it is,
 // when it was written, and what it says.
 type loggedEntry struct {
@@ -323,7 +154,7 @@ type loggedEntry struct {
 func (io *parkIO) entries(ctx context.Context, topic string, part int32, from, to int64, bad func(*kgo.Record, error)) ([]loggedEntry, error) {
 	var out []loggedEntry
 	err := io.read(ctx, topic, part, from, to, func(r *kgo.Record) {
-		e, _, err := parseEntry(r)
+		e, _, err := parkwire.Parse(r)
 		if err != nil {
 			bad(r, err)
 			return

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // openPark starts the park client when parking is on.
@@ -73,7 +75,7 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if cause != nil {
 		reason = cause.Error()
 	}
-	rec, stub, size, limit := c.park.fit(c.park.copyOf(w.rec, w.lane, w.p.parkEpoch(), attempts, first, now.Add(c.cfg.Park.Delay), reason))
+	rec, stub, size, limit := c.park.fit(c.park.w.Copy(w.rec, w.lane, w.p.parkEpoch(), attempts, first, now.Add(c.cfg.Park.Delay), reason))
 	if stub {
 		c.logStub(rec, size, limit, nil)
 	}
@@ -111,7 +113,7 @@ func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
 		if p.isFenced() {
 			return 0, false
 		}
-		if stub := stubFor(rec, err); stub != nil {
+		if stub := parkwire.StubFor(rec, err); stub != nil {
 			c.logStub(rec, 0, 0, err)
 			rec = stub
 			continue

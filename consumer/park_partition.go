@@ -8,6 +8,8 @@ import (
 
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // parkSeq is the sequence number of a parked record's retry: it is no
@@ -48,7 +50,7 @@ func (p *partition) parkNeeded(rs []*kgo.Record) []*kgo.Record {
 	defer p.mu.Unlock()
 	var out []*kgo.Record
 	for _, r := range rs {
-		if p.pk.set.Needs(headerValue(r, headerParkSession), r.Offset) {
+		if p.pk.set.Needs(parkwire.Value(r, parkwire.HeaderSession), r.Offset) {
 			out = append(out, r)
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // TestParkedRecordReadBack: the parked set keeps offsets, not records; a
@@ -79,7 +81,7 @@ func TestParkedRecordReadBack(t *testing.T) {
 				dl := readDLQ(t, e, 1)[0]
 				finishUnparked(t, c, rec, stop) // rec: the other session
 				if headerOf(dl, HeaderDLQReason) != string(ReasonParkLost) || headerOf(dl, HeaderDLQTopic) != "chats" ||
-					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, headerParkSession) != stuck || len(dl.Value) != 0 {
+					headerOf(dl, HeaderDLQOffset) != "0" || headerOf(dl, parkwire.HeaderSession) != stuck || len(dl.Value) != 0 {
 					t.Fatalf("dead-lettered %q with %v; want its loss (reason park-lost, chats offset 0, its session)", dl.Value, dl.Headers)
 				}
 				mu.Lock()
@@ -235,7 +237,8 @@ func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ t
 func TestParkReadAtOneBatch(t *testing.T) {
 	e := newEnv(t, 1, "chats.park")
 	var fb fetchBytes
-	io := &parkIO{cfg: &Config{}, client: e.client(kgo.WithHooks(&fb), kgo.RecordPartitioner(kgo.ManualPartitioner()))}
+	io := newParkIO(&Config{})
+	io.client = e.client(kgo.WithHooks(&fb), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := context.Background()
 	value := make([]byte, 10_000) // incompressible
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -397,9 +400,9 @@ func TestParkDrainReadsAhead(t *testing.T) {
 func TestReadAheadBounded(t *testing.T) {
 	copyAt := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size),
-			Headers: []kgo.RecordHeader{{Key: headerParkKind, Value: []byte("record")}}}
+			Headers: []kgo.RecordHeader{{Key: parkwire.HeaderKind, Value: []byte("record")}}}
 	}
-	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: headerParkKind, Value: []byte("done")}}}
+	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: parkwire.HeaderKind, Value: []byte("done")}}}
 	var ra readAhead
 	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkAheadBytes+1)})
 	if ra.take(3) != nil || ra.take(4) != nil {
@@ -477,7 +480,7 @@ func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
 	fetched := make([]byte, parkFetchBytes) // one fetch's response
 	copy(fetched, "key-value-header")
 	rs := []*kgo.Record{{Offset: 7, Key: fetched[0:3:3], Value: fetched[4:9:9], Headers: []kgo.RecordHeader{
-		{Key: headerParkKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
+		{Key: parkwire.HeaderKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
 	var ra readAhead
 	ra.keep(rs)
 	clear(fetched) // the response reused or overwritten: the copy must not change
@@ -503,7 +506,7 @@ func TestParkNeededFiltersReadAhead(t *testing.T) {
 	p.pk.set.Add("b", 7, 52, now)
 	p.pk.set.Done("b", 52, 9, now) // b's copy at 7 is done
 	at := func(off int64, session string) *kgo.Record {
-		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(session)}}}
+		return &kgo.Record{Offset: off, Headers: []kgo.RecordHeader{{Key: parkwire.HeaderSession, Value: []byte(session)}}}
 	}
 	got := p.parkNeeded([]*kgo.Record{at(6, "a"), at(7, "b"), at(8, "a"), at(9, "b"), at(10, "c")})
 	if len(got) != 1 || got[0].Offset != 6 {
@@ -547,12 +550,12 @@ func testParkReadWrongEntry(t *testing.T, otherGroup bool) {
 	eventually(t, "the record parked", func() bool { return parkedRecords(c) == 1 })
 	p := c.own.all()[0]
 	h, _ := p.parkHead(stuck)
-	wrong := c.park.copyOf(&kgo.Record{Topic: "chats", Offset: 999, Key: []byte(stuck), Value: []byte("another")}, stuck, 0, 1, time.Now(), time.Now(), "")
+	wrong := c.park.w.Copy(&kgo.Record{Topic: "chats", Offset: 999, Key: []byte(stuck), Value: []byte("another")}, stuck, 0, 1, time.Now(), time.Now(), "")
 	if otherGroup {
 		cfg := c.cfg
 		cfg.Group = "another-group"
-		other := &parkIO{cfg: &cfg}
-		wrong = other.copyOf(&kgo.Record{Topic: "chats", Offset: h.SrcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
+		other := newParkIO(&cfg)
+		wrong = other.w.Copy(&kgo.Record{Topic: "chats", Offset: h.SrcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
 	}
 	wrong.Offset = h.ParkOffset
 	p.parkAhead().keep([]*kgo.Record{wrong})

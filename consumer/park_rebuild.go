@@ -124,7 +124,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	from, gen, proto := p.pk.from, p.pk.gen, p.pk.proto
 	p.mu.Unlock()
 	topic := c.park.topic(p.key.topic)
-	fence, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, proto, ids.source, false))
+	fence, err := c.park.write(ctx, c.park.w.Fence(p.key.topic, p.key.partition, gen, proto, ids.source, false))
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		// comparison again from this owner's.
 		l.Warn().Int32("generation_in_force", in.Gen).Str("protocol_in_force", in.Proto).Int64("fence_in_force", in.Off).Str("protocol", proto).
 			Msg("park: the fence in force is of the other group protocol and a higher generation: the group's protocol switched and its generations started again; a reset fence starts the comparison from this owner's")
-		reset, err := c.park.write(ctx, c.park.fence(p.key.topic, p.key.partition, gen, proto, ids.source, true))
+		reset, err := c.park.write(ctx, c.park.w.Fence(p.key.topic, p.key.partition, gen, proto, ids.source, true))
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ func releaseEvery(delay time.Duration) time.Duration {
 // release is the release marker of session for park partition (source,
 // part), written by an operator: it carries no owner's epoch.
 func (io *parkIO) release(source string, part int32, session string) *kgo.Record {
-	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(session), Headers: io.meta(parkset.KindRelease, session, -1)}
+	return &kgo.Record{Topic: io.topic(source), Partition: part, Key: []byte(session), Headers: io.w.Meta(parkset.KindRelease, session, -1)}
 }
 
 // ReleaseHeld releases session, held after its park retry budget was
@@ -65,7 +65,7 @@ func ReleaseHeld(ctx context.Context, pt ParkTarget, session string) ([]ParkedSe
 		return nil, fmt.Errorf("consumer: release held: %w", err)
 	}
 	defer cl.Close()
-	io := &parkIO{cfg: &Config{Group: group, Park: ParkPolicy{TopicSuffix: suffix}}}
+	io := newParkIO(&Config{Group: group, Park: ParkPolicy{TopicSuffix: suffix}})
 	for _, p := range held {
 		if err := cl.ProduceSync(ctx, io.release(topic, p.Partition, session)).FirstErr(); err != nil {
 			return nil, fmt.Errorf("consumer: release held: write the release marker of session %q to %s/%d: %w", session, io.topic(topic), p.Partition, err)

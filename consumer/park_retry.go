@@ -11,6 +11,8 @@ import (
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // retryParked runs one retry of the parked head of w's session (w is a
@@ -103,7 +105,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 // both again (with every parked head due at once). A write that fails
 // until the partition is fenced loses only that count.
 func (c *Consumer) parkAttempted(p *partition, lane string, h parkset.Record) {
-	c.parkWrite(p, c.park.attempt(p.key.topic, p.key.partition, lane, h.SrcOffset, p.parkEpoch(), h.Retries+1))
+	c.parkWrite(p, c.park.w.Attempt(p.key.topic, p.key.partition, lane, h.SrcOffset, p.parkEpoch(), h.Retries+1))
 }
 
 // parkLost handles parked head h of lane, deleted from the park topic and
@@ -112,7 +114,7 @@ func (c *Consumer) parkAttempted(p *partition, lane string, h parkset.Record) {
 // content) and its session goes on, instead of staying parked for good.
 func (c *Consumer) parkLost(p *partition, lane string, h parkset.Record, gone error) {
 	r := &kgo.Record{Topic: p.key.topic, Partition: p.key.partition, Offset: h.SrcOffset,
-		Headers: []kgo.RecordHeader{{Key: headerParkSession, Value: []byte(lane)}}}
+		Headers: []kgo.RecordHeader{{Key: parkwire.HeaderSession, Value: []byte(lane)}}}
 	w := &work{rec: r, p: p, seq: parkSeq, session: lane, lane: lane}
 	w.msg.Attempt = h.Retries
 	if !c.silenceWait(w) { // the partition may be another member's by now
@@ -151,7 +153,7 @@ func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int,
 		}
 		ahead.keep(p.parkNeeded(after))
 	}
-	e, src, err := parseEntry(r)
+	e, src, err := parkwire.Parse(r)
 	if err == nil && (e.Kind != parkset.KindRecord || e.Src != h.SrcOffset || e.Group != c.cfg.Group) {
 		// Another entry at its offset: the park topic was made again
 		// while parked. The source partition still has the record.
@@ -163,10 +165,10 @@ func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int,
 	if err != nil {
 		return nil, 0, fmt.Errorf("park topic %s/%d: %w", r.Topic, r.Partition, err)
 	}
-	if isStub(r) {
+	if parkwire.IsStub(r) {
 		src, err = c.readStub(ctx, p, h, src)
 	}
-	return src, parkedAttempts(r), err
+	return src, parkwire.Attempts(r), err
 }
 
 // readSource reads parked head h from its source partition: its copy is
@@ -198,7 +200,7 @@ func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
 // not one per park loop tick, so it is unparked even while its producer
 // keeps sending. Nothing is due after a hold marker.
 func (c *Consumer) parkMark(p *partition, kind parkset.Kind, lane string, through int64) {
-	off, ok := c.parkWrite(p, c.park.marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
+	off, ok := c.parkWrite(p, c.park.w.Marker(kind, p.key.topic, p.key.partition, lane, through, p.parkEpoch()))
 	if ok && p.parkMarked(kind, lane, through, off, time.Now()) {
 		c.queueParkRetry(p, lane)
 	} else if ok && kind == parkset.KindDone && !p.stillParked(lane) { // the lane runs this: nothing parks it meanwhile

@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // TestParkCopyEstimate: encodedSize never underestimates. A record whose
@@ -42,48 +43,14 @@ func TestParkCopyEstimate(t *testing.T) {
 	} {
 		r := shape
 		r.Topic = "sized"
-		r.Value = randomBytes(limit - encodedSize(&r))
-		if n := encodedSize(&r); n != limit {
+		r.Value = randomBytes(limit - parkwire.EncodedSize(&r))
+		if n := parkwire.EncodedSize(&r); n != limit {
 			t.Fatalf("estimate %d; want %d", n, limit)
 		}
 		if err := cl.ProduceSync(context.Background(), &r).FirstErr(); err != nil {
 			t.Fatalf("a record estimated at the limit (key %d, value %d bytes, %d headers) refused: %v",
 				len(r.Key), len(r.Value), len(r.Headers), err)
 		}
-	}
-}
-
-// TestParkFit: a copy that fits its park topic is written whole; one just
-// over it has its lanes-park-reason cut; one that cannot fit becomes a
-// stub: its key and provenance, without its value or its own headers.
-func TestParkFit(t *testing.T) {
-	cfg := Config{Park: ParkPolicy{TopicSuffix: ".park"}}
-	io := &parkIO{cfg: &cfg}
-	io.limits.learn("chats.park", 5000)
-	src := &kgo.Record{Topic: "chats", Partition: 1, Offset: 9, Key: []byte("k"),
-		Headers: []kgo.RecordHeader{{Key: "tenant", Value: []byte("t9")}}}
-	reason := strings.Repeat("r", 1000)
-	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	copyOf := func(n int) *kgo.Record {
-		src.Value = randomBytes(n)
-		return io.copyOf(src, "k", 3, 2, at, at, reason)
-	}
-	base := encodedSize(copyOf(0))
-	if rec, stub, _, _ := io.fit(copyOf(5000 - base)); stub || len(headerValue(rec, headerParkReason)) != 1000 {
-		t.Fatalf("a copy at the limit: stub %v, reason %d bytes; want it whole", stub, len(headerValue(rec, headerParkReason)))
-	}
-	rec, stub, _, _ := io.fit(copyOf(5000 - base + 300))
-	if stub || len(headerValue(rec, headerParkReason)) != 700 || len(rec.Value) != 5000-base+300 || encodedSize(rec) > 5000 {
-		t.Fatalf("a copy 300 bytes over: stub %v, reason %d bytes; want the reason cut to 700", stub, len(headerValue(rec, headerParkReason)))
-	}
-	rec, stub, _, _ = io.fit(copyOf(6000))
-	if !stub || !isStub(rec) || rec.Value != nil || string(rec.Key) != "k" || headerOf(rec, "tenant") != "" ||
-		headerOf(rec, headerParkOffset) != "9" || headerOf(rec, headerParkAttempts) != "2" || encodedSize(rec) > 5000 {
-		t.Fatalf("a copy that cannot fit: %v %q %v; want a stub with key and provenance", stub, rec.Value, rec.Headers)
-	}
-	e, got, err := parseEntry(rec)
-	if err != nil || e.Kind != parkset.KindRecord || e.Src != 9 || got.Offset != 9 || len(got.Headers) != 0 {
-		t.Fatalf("the stub reads back as %+v %+v, %v", e, got, err)
 	}
 }
 
@@ -143,9 +110,9 @@ func TestParkLargeRecord(t *testing.T) {
 				t.Fatalf("the park write fails: %s", err)
 			}
 			copies := readParkCopies(t, e, 2)
-			if cp := copies[0]; isStub(cp) != tc.stub || headerOf(cp, headerParkOffset) != "0" || string(cp.Key) != "big" ||
+			if cp := copies[0]; parkwire.IsStub(cp) != tc.stub || headerOf(cp, parkwire.HeaderOffset) != "0" || string(cp.Key) != "big" ||
 				(tc.stub && (cp.Value != nil || headerOf(cp, "tenant") != "")) || (!tc.stub && !bytes.Equal(cp.Value, big.Value)) {
-				t.Fatalf("park copy: stub %v, %d bytes, headers %v; want stub %v", isStub(cp), len(cp.Value), cp.Headers, tc.stub)
+				t.Fatalf("park copy: stub %v, %d bytes, headers %v; want stub %v", parkwire.IsStub(cp), len(cp.Value), cp.Headers, tc.stub)
 			}
 			if tc.sourceGone {
 				gone("chats", deleteThrough(t, e, "chats"))
@@ -274,7 +241,7 @@ func readParkCopies(t *testing.T, e *env, n int) []*kgo.Record {
 			t.Fatalf("park topic: %d copies, want %d", len(out), n)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if headerOf(r, headerParkKind) == "record" {
+			if headerOf(r, parkwire.HeaderKind) == "record" {
 				out = append(out, r)
 			}
 		})

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // TestParkTopicChecked: a park topic that is missing, has another
@@ -120,8 +122,8 @@ func TestParkAtOnce(t *testing.T) {
 			t.Fatalf("park topic: %d copies, want 4", len(copies))
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if headerOf(r, headerParkKind) == "record" {
-				if string(r.Key) != sessions[2] || headerOf(r, "lanes-event-id") != "id-"+string(r.Value) || headerOf(r, headerParkTopic) != "chats" {
+			if headerOf(r, parkwire.HeaderKind) == "record" {
+				if string(r.Key) != sessions[2] || headerOf(r, "lanes-event-id") != "id-"+string(r.Value) || headerOf(r, parkwire.HeaderTopic) != "chats" {
 					t.Errorf("park copy %q lost its key, event ID or provenance: %v", r.Value, r.Headers)
 				}
 				copies = append(copies, string(r.Value))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // parkWriteFails are the park writes of one partition failing now (a
@@ -86,7 +88,7 @@ func (c *Consumer) parkWriteFailed(p *partition, rec *kgo.Record, id uint64, err
 	id, since := p.parkWrites.failed(id, fmt.Sprintf("write to %s/%d: %v", rec.Topic, rec.Partition, err), now)
 	if ok, n := c.parkLog.allow("write "+rec.Topic+"/"+strconv.FormatInt(int64(rec.Partition), 10), now); ok {
 		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
-			Str("park_topic", rec.Topic).Str("park_kind", string(headerValue(rec, headerParkKind))).
+			Str("park_topic", rec.Topic).Str("park_kind", string(parkwire.Value(rec, parkwire.HeaderKind))).
 			Stringer("failing_for", now.Sub(since)).Int("suppressed", n).
 			Msg("park: write to the park topic failed; retrying: what waits for it holds the partition meanwhile (PartitionStats.Park.WriteError, Health); check that the park topic exists, accepts this member's writes and its max.message.bytes")
 	}

@@ -109,7 +109,7 @@ func TestCreateTopicsParkAndDeadLetter(t *testing.T) {
 	}
 	v, _ := cfg.validate()
 	for _, s := range []string{"orders", "chats"} {
-		if _, err := (&parkIO{cfg: &v}).check(ctx, adm, s); err != nil {
+		if _, err := newParkIO(&v).check(ctx, adm, s); err != nil {
 			t.Errorf("the consumer's check of %s's park topic: %v", s, err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestCreateTopicsReportsWrong(t *testing.T) {
 	}
 	v, _ := cfg.validate()
 	for _, s := range []string{"orders", "chats", "other"} {
-		if _, err := (&parkIO{cfg: &v}).check(ctx, adm, s); !errors.Is(err, errParkTopicBad) {
+		if _, err := newParkIO(&v).check(ctx, adm, s); !errors.Is(err, errParkTopicBad) {
 			t.Errorf("the consumer's check of %s's park topic: %v, want it refused", s, err)
 		}
 	}

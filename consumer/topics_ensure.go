@@ -69,7 +69,7 @@ func (t *topicRun) run(ctx context.Context) ([]TopicResult, error) {
 			consumed = append(consumed, s)
 		}
 	}
-	park := &parkIO{cfg: t.cfg} // its topic() names the park topics, as the consumer does
+	park := newParkIO(t.cfg) // its topic() names the park topics, as the consumer does
 	names := slices.Clone(consumed)
 	var withPolicy []string
 	if t.cfg.DeadLetterTopic != "" {
