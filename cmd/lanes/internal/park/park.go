@@ -37,7 +37,8 @@ var (
 		Name: "park inspect",
 		Args: "--brokers host:port --group GROUP [--topic TOPIC] [flags]",
 		About: "Lists the sessions parked for GROUP on TOPIC (in its park topic, TOPIC plus --suffix), or on " +
-			"every topic GROUP has commits for when --topic is left out, as GROUP's members would rebuild them: " +
+			"every topic GROUP has commits for when --topic is left out (one without a park topic is named and skipped), " +
+			"as GROUP's members would rebuild them: " +
 			"each park partition from the group's committed park position to its end, the group's own entries " +
 			"only. One line per session: partition, session, held or waiting, the number of parked records, " +
 			"their source offsets (the first ten, then how many more; --all for every one), since when, and its " +
@@ -130,8 +131,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rc := releaseCommand(*brokers, *group, *suffix, fs)
 	sessions, records := 0, 0
+	var inspected, unparked []string
 	for _, t := range topics {
 		parked, err := consumer.InspectParked(ctx, consumer.ParkTarget{Brokers: bs, Group: *group, Topic: t, TopicSuffix: *suffix, ClientOptions: opts})
+		if *topic == "" && errors.Is(err, consumer.ErrTopicMissing) { // one of the group's topics, not parked: not an error
+			fmt.Fprintf(stdout, "topic %s: no park topic %s%s (parking not used for it; or its park suffix is not %s: name it with --suffix)\n",
+				t, t, *suffix, *suffix)
+			unparked = append(unparked, t)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("park inspect: brokers %s, topic %s%s: %w", *brokers, t, *suffix, err)
 		}
@@ -140,10 +148,23 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			records += len(p.Offsets)
 		}
 		sessions += len(parked)
+		inspected = append(inspected, t)
 	}
-	fmt.Fprintf(stdout, "%s parked, %s (group %s, %s %s)\n", cli.Count(sessions, "session"), cli.Count(records, "record"), *group,
-		cli.Plural(len(topics), "topic"), strings.Join(topics, ", "))
+	fmt.Fprintln(stdout, summary(*group, sessions, records, inspected, unparked))
 	return nil
+}
+
+// summary is inspect's last line: what it found, for group, on the topics
+// inspected, and the topics of the group it skipped, with no park topic.
+func summary(group string, sessions, records int, inspected, unparked []string) string {
+	var of []string
+	if len(inspected) > 0 {
+		of = append(of, cli.Plural(len(inspected), "topic")+" "+strings.Join(inspected, ", "))
+	}
+	if len(unparked) > 0 {
+		of = append(of, cli.Count(len(unparked), "topic")+" without a park topic: "+strings.Join(unparked, ", "))
+	}
+	return fmt.Sprintf("%s parked, %s (group %s, %s)", cli.Count(sessions, "session"), cli.Count(records, "record"), group, strings.Join(of, "; "))
 }
 
 // releaseCommand returns the command that releases a held session of

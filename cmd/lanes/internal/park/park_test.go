@@ -3,6 +3,7 @@ package park
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os/exec"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
 
@@ -115,5 +118,45 @@ func TestReleaseCommand(t *testing.T) {
 		releaseCommand("b:9092", "g", ".park", flag.NewFlagSet("inspect", flag.ContinueOnError)), false)
 	if want := "release: with consumer.ReleaseHeld from Go (a session name with a NUL byte, such as a keyless lane's, cannot be passed on a command line)"; !strings.Contains(l, want) {
 		t.Errorf("keyless lane: %q\nwant it to contain %q", l, want)
+	}
+}
+
+// TestInspectAllTopicsSkipsUnparked: inspect without --topic goes through
+// every topic the group has commits for; one with no park topic (parking
+// not used for it) is skipped and named, not an error.
+func TestInspectAllTopicsSkipsUnparked(t *testing.T) {
+	b, err := lanestest.NewBroker(1, "chats", "chats.park", "orders", "audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var offs kadm.Offsets
+	for _, topic := range []string{"chats", "orders", "audit"} {
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1})
+	}
+	if err := kadm.NewClient(cl).CommitAllOffsets(context.Background(), "g", offs); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(b.Addrs(), ",")
+	var out, errOut bytes.Buffer
+	if err := Run(context.Background(), []string{"inspect", "--brokers", brokers, "--group", "g", "--timeout", "30s"}, &out, &errOut); err != nil {
+		t.Fatalf("inspect: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	want := "topic audit: no park topic audit.park (parking not used for it; or its park suffix is not .park: name it with --suffix)\n" +
+		"topic orders: no park topic orders.park (parking not used for it; or its park suffix is not .park: name it with --suffix)\n" +
+		"0 sessions parked, 0 records (group g, topic chats; 2 topics without a park topic: audit, orders)\n"
+	if out.String() != want {
+		t.Errorf("inspect printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+
+	// Named with --topic, a missing park topic is an error that says so.
+	err = Run(context.Background(), []string{"inspect", "--brokers", brokers, "--group", "g", "--topic", "orders", "--timeout", "30s"}, &out, &errOut)
+	if !errors.Is(err, consumer.ErrTopicMissing) || !strings.Contains(err.Error(), "orders.park") {
+		t.Errorf("inspect --topic orders: %v; want ErrTopicMissing naming orders.park", err)
 	}
 }
