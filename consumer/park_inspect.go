@@ -72,7 +72,9 @@ func (pt ParkTarget) validate() (ParkTarget, error) {
 // entries in force
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity); a
 // partition with no committed park position has nothing parked for the
-// group. It only reads.
+// group. A park topic that does not exist (parking not used for the topic,
+// or pt.TopicSuffix is not the group's) is an error wrapping
+// ErrTopicMissing. It only reads.
 func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) {
 	pt, err := pt.validate()
 	if err != nil {
@@ -92,6 +94,10 @@ func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) 
 	ends, err := adm.ListEndOffsets(ctx, park)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: inspect parked: end offsets of %s: %w", park, err)
+	}
+	if o, ok := ends.Lookup(park, -1); ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) { // kadm's entry of a topic not found
+		return nil, fmt.Errorf("consumer: inspect parked: no park topic %s (of %s): parking is not used for %s, or group %s's "+
+			"park suffix is not %q (ParkTarget.TopicSuffix; lanes park --suffix): %w", park, topic, topic, group, suffix, ErrTopicMissing)
 	}
 	committed, err := adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -286,11 +288,77 @@ func parkUnread(parts []*partition) {
 	}
 }
 
-// warnParkOff says that partition k's group commit holds a park section
-// while parking is off.
-func (c *Consumer) warnParkOff(k partKey) {
-	c.log().Warn().Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).
-		Msg("assign: parking is off, but the group's commit holds a park position: records parked when it was on stay in the park topic, not handled, while their sessions' later records are; the position is kept in this member's commits so that turning parking on again retries them. List them with lanes park inspect")
+// warnParkOff tells, for parts, partitions with parking off whose group
+// commit holds a park section (kept in their commits), whether sessions
+// may be parked there: it lists the end of each one's park partition (in
+// the park topic Config.Park.TopicSuffix names, .park by default) and
+// warns when the end is past the kept position, or cannot be read. With
+// nothing past the position nothing is parked for the group: a debug line
+// only. Entries past it may be another group's on the same park topic,
+// which only reading them would tell (lanes park inspect does): the
+// warning says "may".
+func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*partition) {
+	if len(parts) == 0 {
+		return
+	}
+	suffix := c.cfg.Park.TopicSuffix
+	if suffix == "" {
+		suffix = DefaultParkTopicSuffix
+	}
+	var parks []string
+	for _, p := range parts {
+		if t := p.key.topic + suffix; !slices.Contains(parks, t) {
+			parks = append(parks, t)
+		}
+	}
+	ends, listErr := kadm.NewClient(cl).ListEndOffsets(ctx, parks...)
+	for _, p := range parts {
+		p.mu.Lock()
+		_, pc, _ := splitParkMeta(p.parkKept)
+		p.mu.Unlock()
+		k, park := p.key, p.key.topic+suffix
+		end, err := int64(-1), listErr
+		if err == nil {
+			o, ok := ends.Lookup(park, k.partition)
+			if !ok {
+				o, ok = ends.Lookup(park, -1) // kadm's entry of a topic not found
+			}
+			switch {
+			case !ok:
+				err = fmt.Errorf("no end listed for %s/%d", park, k.partition)
+			case o.Err != nil:
+				err = o.Err
+			default:
+				end = o.Offset
+			}
+		}
+		inspect := "lanes park inspect --brokers " + strings.Join(c.cfg.Brokers, ",") + " --group " + c.cfg.Group + " --topic " + k.topic
+		if suffix != DefaultParkTopicSuffix {
+			inspect += " --suffix " + suffix
+		}
+		ev := c.log().Warn()
+		switch {
+		case err != nil:
+			ev.Err(err).Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
+				Int64("park_position", pc.pos).
+				Msg("assign: parking is off, but the group's commit holds a park position and the park partition's end could not be read: " +
+					"sessions may be parked there (a wrong Config.Park.TopicSuffix names another park topic), and records parked stay there, " +
+					"not handled, while their sessions' later records are. Turn parking back on (Config.Park.Enabled) to retry them in order, " +
+					"or list them with " + inspect + "; the position is kept in this member's commits meanwhile")
+		case end > pc.pos:
+			ev.Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
+				Int64("park_position", pc.pos).Int64("park_end", end).
+				Msg("assign: parking is off, but the park partition has entries past the park position the group committed: " +
+					"sessions may be parked there (another group's entries on the same park topic look the same from here), and records " +
+					"parked stay there, not handled, while their sessions' later records are. Turn parking back on (Config.Park.Enabled) " +
+					"to retry them in order, or list them with " + inspect + "; the position is kept in this member's commits meanwhile")
+		default:
+			c.log().Debug().Str("topic", k.topic).Int32("partition", k.partition).Str("park_topic", park).
+				Int64("park_position", pc.pos).Int64("park_end", end).
+				Msg("assign: parking is off; the group's commit holds a park position with nothing past it in the park partition: " +
+					"nothing is parked. The position is kept in this member's commits")
+		}
+	}
 }
 
 // keepParkSections reads, for partitions of parts with parking off whose
@@ -298,6 +366,7 @@ func (c *Consumer) warnParkOff(k partKey) {
 // section: their commits keep it (partition.parkKept). Until it is read
 // they commit nothing.
 func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) {
+	var kept []*partition
 	for _, p := range parts {
 		p.mu.Lock()
 		unread := p.pk == nil && p.parkOffUnread
@@ -312,7 +381,8 @@ func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) {
 			continue
 		}
 		if p.parkCommitted(meta) {
-			c.warnParkOff(p.key)
+			kept = append(kept, p)
 		}
 	}
+	c.warnParkOff(ctx, c.client, kept)
 }

@@ -64,7 +64,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		parkUnread(parts)
 		return
 	}
-	var fresh []*partition
+	var fresh, kept []*partition
 	for _, p := range parts {
 		t, id := p.key.topic, p.key.partition
 		r, ok := resps.Lookup(t, id)
@@ -80,7 +80,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 			continue
 		}
 		if p.parkCommitted(r.Metadata) {
-			c.warnParkOff(p.key)
+			kept = append(kept, p)
 		}
 		c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
 			Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")
@@ -90,6 +90,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 			p.resume(r.At, nil, "")
 		}
 	}
+	c.warnParkOff(cctx, cl, kept)
 	c.startPositions(cctx, adm, fresh)
 }
 

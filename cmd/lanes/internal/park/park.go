@@ -37,12 +37,14 @@ var (
 		Name: "park inspect",
 		Args: "--brokers host:port --group GROUP [--topic TOPIC] [flags]",
 		About: "Lists the sessions parked for GROUP on TOPIC (in its park topic, TOPIC plus --suffix), or on " +
-			"every topic GROUP has commits for when --topic is left out, as GROUP's members would rebuild them: " +
+			"every topic GROUP has commits for when --topic is left out (one without a park topic is named and skipped), " +
+			"as GROUP's members would rebuild them: " +
 			"each park partition from the group's committed park position to its end, the group's own entries " +
 			"only. One line per session: partition, session, held or waiting, the number of parked records, " +
 			"their source offsets (the first ten, then how many more; --all for every one), since when, and its " +
 			"head's failed retries; for a held session, the source offset that was dead-lettered and the command " +
-			"that releases it. It only reads.",
+			"that releases it, to paste as is (its SASL secrets from $LANES_SASL_PASSWORD or $LANES_SASL_TOKEN). " +
+			"It only reads.",
 		Docs: "parking.md#inspecting",
 	}
 	releaseHelp = cli.Help{
@@ -127,25 +129,89 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("park inspect: brokers %s, group %s: %w", *brokers, *group, err)
 		}
 	}
+	rc := releaseCommand(*brokers, *group, *suffix, fs)
 	sessions, records := 0, 0
+	var inspected, unparked []string
 	for _, t := range topics {
 		parked, err := consumer.InspectParked(ctx, consumer.ParkTarget{Brokers: bs, Group: *group, Topic: t, TopicSuffix: *suffix, ClientOptions: opts})
+		if *topic == "" && errors.Is(err, consumer.ErrTopicMissing) { // one of the group's topics, not parked: not an error
+			fmt.Fprintf(stdout, "topic %s: no park topic %s%s (parking not used for it; or its park suffix is not %s: name it with --suffix)\n",
+				t, t, *suffix, *suffix)
+			unparked = append(unparked, t)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("park inspect: brokers %s, topic %s%s: %w", *brokers, t, *suffix, err)
 		}
 		for _, p := range parked {
-			fmt.Fprintln(stdout, line(p, *group, *all))
+			fmt.Fprintln(stdout, line(p, rc, *all))
 			records += len(p.Offsets)
 		}
 		sessions += len(parked)
+		inspected = append(inspected, t)
 	}
-	fmt.Fprintf(stdout, "%s parked, %s (group %s, %s %s)\n", cli.Count(sessions, "session"), cli.Count(records, "record"), *group,
-		cli.Plural(len(topics), "topic"), strings.Join(topics, ", "))
+	fmt.Fprintln(stdout, summary(*group, sessions, records, inspected, unparked))
 	return nil
 }
 
-// line is one parked session as inspect lists it.
-func line(p consumer.ParkedSession, group string, all bool) string {
+// summary is inspect's last line: what it found, for group, on the topics
+// inspected, and the topics of the group it skipped, with no park topic.
+func summary(group string, sessions, records int, inspected, unparked []string) string {
+	var of []string
+	if len(inspected) > 0 {
+		of = append(of, cli.Plural(len(inspected), "topic")+" "+strings.Join(inspected, ", "))
+	}
+	if len(unparked) > 0 {
+		of = append(of, cli.Count(len(unparked), "topic")+" without a park topic: "+strings.Join(unparked, ", "))
+	}
+	return fmt.Sprintf("%s parked, %s (group %s, %s)", cli.Count(sessions, "session"), cli.Count(records, "record"), group, strings.Join(of, "; "))
+}
+
+// releaseCommand returns the command that releases a held session of
+// topic, printed by inspect (given fs, its parsed flags) to be pasted as
+// is: the brokers and group inspect was given, the topic and session,
+// the suffix when it is not the default, and the connection flags given
+// (--tls*, --sasl-mechanism, --sasl-user), each value quoted for a POSIX
+// shell when it needs it. The secrets (--sasl-password, --sasl-token) are
+// left out: the pasted command takes them from $LANES_SASL_PASSWORD and
+// $LANES_SASL_TOKEN.
+func releaseCommand(brokers, group, suffix string, fs *flag.FlagSet) func(topic, session string) string {
+	tail := ""
+	if suffix != consumer.DefaultParkTopicSuffix {
+		tail = " --suffix " + shellQuote(suffix)
+	}
+	fs.Visit(func(f *flag.Flag) { // the flags given, by name
+		if !cli.IsSecurityFlag(f.Name) || f.Name == "sasl-password" || f.Name == "sasl-token" {
+			return
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if v := f.Value.String(); v != "true" {
+				tail += " --" + f.Name + "=" + v
+			} else {
+				tail += " --" + f.Name
+			}
+			return
+		}
+		tail += " --" + f.Name + " " + shellQuote(f.Value.String())
+	})
+	head := "lanes park release --brokers " + shellQuote(brokers) + " --group " + shellQuote(group)
+	return func(topic, session string) string {
+		return head + " --topic " + shellQuote(topic) + " --session " + shellQuote(session) + tail
+	}
+}
+
+// shellQuote is s as one word of a POSIX shell: as is when it has only
+// characters no shell treats specially, in single quotes otherwise.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// line is one parked session as inspect lists it; release is the command
+// that releases a held session (releaseCommand).
+func line(p consumer.ParkedSession, release func(topic, session string) string, all bool) string {
 	offs := p.Offsets
 	more := ""
 	if len(offs) > shown && !all {
@@ -153,8 +219,11 @@ func line(p consumer.ParkedSession, group string, all bool) string {
 	}
 	state := "waiting"
 	if p.Held {
-		state = fmt.Sprintf("held (source offset %d dead-lettered; release: lanes park release --group %s --topic %s --session %q)",
-			p.HeldThrough, group, p.Topic, p.Session)
+		how := release(p.Topic, p.Session)
+		if strings.ContainsRune(p.Session, 0) {
+			how = "with consumer.ReleaseHeld from Go (a session name with a NUL byte, such as a keyless lane's, cannot be passed on a command line)"
+		}
+		state = fmt.Sprintf("held (source offset %d dead-lettered; release: %s)", p.HeldThrough, how)
 	}
 	since := "-"
 	if !p.Since.IsZero() {
