@@ -77,7 +77,7 @@ func recordBytes(r *kgo.Record) int {
 
 // ownCopy is r with its key, value and header values in memory of its own
 // (one allocation for their bytes): what the read-ahead needs of a parked copy
-// (parseEntry), without the fetch it came from.
+// (parkwire.Parse), without the fetch it came from.
 func ownCopy(r *kgo.Record) *kgo.Record {
 	n := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {

@@ -64,7 +64,7 @@ func (p *partition) parkAhead() *readAhead {
 	return &p.pk.ahead
 }
 
-// Commit metadata: lanes' completed offsets (metadata.go), then the park
+// Commit metadata: lanes' completed offsets (internal/offsets), then the park
 // section: ";park2:<position>,<fence>,<generation>,<protocol>,<topic
 // ID>,<park topic ID>", the park position and the fence in force there
 // (park offset, generation and the group protocol it is of), and the IDs

@@ -22,7 +22,7 @@ import (
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
-// TestParkCopyEstimate: encodedSize never underestimates. A record whose
+// TestParkCopyEstimate: parkwire.EncodedSize never underestimates. A record whose
 // estimate is exactly a topic's max.message.bytes is accepted by franz-go
 // with that batch limit and by the broker, whatever its shape (a large
 // value, many headers, a long key, nothing but headers).

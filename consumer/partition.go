@@ -317,7 +317,7 @@ func (p *partition) raiseHWM(end int64) {
 // commitPoint is what one commit says for one partition.
 type commitPoint struct {
 	offset  int64  // the watermark: the next offset to read
-	meta    string // completed offsets above it (metadata.go)
+	meta    string // completed offsets above it (internal/offsets)
 	version uint64 // the tracker version it covers
 }
 

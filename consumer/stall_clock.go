@@ -10,7 +10,7 @@ import (
 // watermark has held it for StallTimeout, not counting the time during
 // which this member's work was held as a whole: a silence hold
 // (silence.go: running attempts cut, none started) or an open circuit
-// breaker (breaker.go: fetching paused, lanes hold their records, one
+// breaker (internal/breaker: fetching paused, lanes hold their records, one
 // probe at a time). Then no record moves on for a reason of its own, so
 // held time is not stalled time: nothing is reported stalled, and nothing
 // skipped as stalled, while a hold is in force, and the record's clock
