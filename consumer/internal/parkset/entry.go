@@ -88,7 +88,7 @@ func (f Fence) OtherProtocol(proto string) bool {
 // (Set.CommitFence): a rebuild starts knowing it (Set.Begin). With no
 // committed park position nothing before the new owner's own fence is the
 // group's (a new group, a re-created topic, an offset reset, parking
-// turned on later).
+// turned on later): Start.
 type writers struct {
 	group   string
 	topicID string  // the source topic's current ID; "" unknown
