@@ -129,18 +129,18 @@ func InspectParked(ctx context.Context, pt ParkTarget) ([]ParkedSession, error) 
 		} else if ok && r.At >= 0 {
 			_, from, _ = splitParkMeta(r.Metadata)
 		}
-		if from.pos < 0 || (from.ids.source != "" && ids.source != "" && from.ids.source != ids.source) ||
-			(from.ids.park != "" && ids.park != "" && from.ids.park != ids.park) || from.pos > o.Offset {
+		start, inForce, _ := parkset.Start(from.committed(), ids.source, ids.park, o.Offset)
+		if start >= o.Offset {
 			return // nothing in the park partition is the group's
 		}
-		entries, err := io.entries(ctx, park, o.Partition, from.pos, o.Offset, func(*kgo.Record, error) {})
+		entries, err := io.entries(ctx, park, o.Partition, start, o.Offset, func(*kgo.Record, error) {})
 		if err != nil {
 			failed = err
 			return
 		}
 		set := parkset.New(parkset.Rules{MaxAttempts: 1}, group)
 		set.SetTopicID(ids.source)
-		set.Begin(from.pos, from.fence)
+		set.Begin(start, inForce)
 		through := map[string]int64{}
 		for _, le := range entries {
 			if set.Replay(le.off, le.e, le.at) && le.e.Kind == parkset.KindHold {

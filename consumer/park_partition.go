@@ -80,6 +80,11 @@ type parkCommit struct {
 
 var noParkCommit = parkCommit{pos: -1, fence: parkset.NoFence}
 
+// committed is pc as the identity rules take it (parkset.Start).
+func (pc parkCommit) committed() parkset.Committed {
+	return parkset.Committed{Pos: pc.pos, Fence: pc.fence, TopicID: pc.ids.source, ParkTopicID: pc.ids.park}
+}
+
 func (pc parkCommit) String() string {
 	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.Off, 10) + "," +
 		strconv.FormatInt(int64(pc.fence.Gen), 10) + "," + pc.fence.Proto + "," + pc.ids.source + "," + pc.ids.park

@@ -132,11 +132,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	}
 	l := c.log().With().Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("park_topic", topic).
 		Int64("park_fence", fence).Int32("generation", gen).Logger()
-	from = c.parkFrom(&l, from, ids, fence)
-	start := from.pos
-	if start < 0 {
-		start = fence
-	}
+	start, inForce := c.parkFrom(&l, from, ids, fence)
 	read := func(from, to int64) ([]loggedEntry, error) {
 		if from >= to {
 			return nil, nil
@@ -155,12 +151,12 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	p.mu.Lock()
 	set := p.pk.set
 	set.SetTopicID(ids.source)
-	set.Begin(start, from.fence)
+	set.Begin(start, inForce)
 	ignored := replayAll(set, entries)
 	taken := set.Replay(fence, own, now)
 	in := set.InForce()
 	p.mu.Unlock()
-	if !taken && (in.Proto == "" || proto == "" || in.Proto == proto || p.isFenced()) {
+	if !taken && (!in.OtherProtocol(proto) || p.isFenced()) {
 		// A fence of a later owner, of this group protocol, is in force
 		// after this owner's: this member lost the partition while it took
 		// it up (its assignment callback outlived the rebalance timeout and
@@ -221,24 +217,24 @@ func replayAll(set *parkset.Set, entries []loggedEntry) (ignored int) {
 	return ignored
 }
 
-// parkFrom is where a rebuild reads from: the committed park section, or
-// none (noParkCommit: from the owner's own fence) when there is none or it
-// is of another incarnation of either topic, or past the park partition's
-// end (fence: the owner's fence, its end).
-func (c *Consumer) parkFrom(l *zerolog.Logger, from parkCommit, ids topicIDs, fence int64) parkCommit {
-	switch {
-	case from.pos < 0:
+// parkFrom is where a rebuild reads from, and the fence in force there
+// (parkset.Start): the committed park section, or the owner's own fence
+// with none in force when there is none or it is of another incarnation
+// of either topic, or past the park partition's end (fence: the owner's
+// fence, its end). It logs why it does not start at the committed one.
+func (c *Consumer) parkFrom(l *zerolog.Logger, from parkCommit, ids topicIDs, fence int64) (int64, parkset.Fence) {
+	start, f, why := parkset.Start(from.committed(), ids.source, ids.park, fence)
+	switch why {
+	case parkset.NoPosition:
 		l.Debug().Msg("park: no park position committed by this group: nothing in the park partition before this owner's fence is its own (a new group, a re-created topic, an offset reset, or parking turned on now)")
-	case from.ids.source != "" && ids.source != "" && from.ids.source != ids.source:
+	case parkset.OtherTopic:
 		l.Warn().Str("committed_topic_id", from.ids.source).Str("topic_id", ids.source).
 			Msg("park: the committed park position is of an earlier incarnation of the topic (deleted and made again): its parked sessions are not this topic's, none is rebuilt")
-		return noParkCommit
-	case (from.ids.park != "" && ids.park != "" && from.ids.park != ids.park) || from.pos > fence:
+	case parkset.ParkTopicLost:
 		l.Error().Int64("park_position", from.pos).Str("committed_park_topic_id", from.ids.park).Str("park_topic_id", ids.park).
 			Msg("park: the park topic was deleted and made again (or truncated) since the group's commit: the sessions parked then are lost, their records are not in it. Do not delete a park topic while sessions are parked (PartitionStats.Park, lanes park inspect); look for them in the source topic and the DLQ")
-		return noParkCommit
 	}
-	return from
+	return start, f
 }
 
 // parkReadCommitted reads p's committed park section when the assignment

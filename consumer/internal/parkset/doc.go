@@ -9,7 +9,9 @@
 // It owns the identity rules of the park partition too
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity):
 // which of its entries are the group's own and in force (written under the
-// fence of the partition's current owner), as a rebuild replays them
+// fence of the partition's current owner), where a rebuild starts reading
+// them (Start) and when its owner writes a reset fence
+// (Fence.OtherProtocol), as a rebuild replays them
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#rebuild-on-assignment)
 // and as the owner picks up an operator's release
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#releasing-a-held-session).

@@ -48,6 +48,18 @@ type Fence struct {
 // NoFence is the fence in force before any.
 var NoFence = Fence{-1, -1, ""}
 
+// OtherProtocol reports whether fence f, in force above a new owner's own
+// fence (its generation higher), is of the other group protocol than the
+// owner's proto, both known: the group's protocol switched and its
+// generations started again, and the owner writes a reset fence
+// (Entry.Reset) to start the comparison again from its own. Of the same
+// protocol (or either unknown), a later owner's fence is in force: the
+// new owner lost the partition while taking it up, and must write no
+// reset fence (it would put itself in force over the real owner's).
+func (f Fence) OtherProtocol(proto string) bool {
+	return f.Proto != "" && proto != "" && f.Proto != proto
+}
+
 // writers are the identity rules of one park partition for one group:
 // which entries a rebuild takes as its group's own and in force
 // (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity). A
@@ -76,7 +88,7 @@ var NoFence = Fence{-1, -1, ""}
 // (Set.CommitFence): a rebuild starts knowing it (Set.Begin). With no
 // committed park position nothing before the new owner's own fence is the
 // group's (a new group, a re-created topic, an offset reset, parking
-// turned on later).
+// turned on later): Start.
 type writers struct {
 	group   string
 	topicID string  // the source topic's current ID; "" unknown

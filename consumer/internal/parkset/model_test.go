@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,25 +38,53 @@ import (
 // group's offsets (empty metadata) to the start or to an earlier offset
 // while the group is stopped; the source topic is deleted and made again
 // (new records from offset 0, the same session names, the group's
-// commits gone). The reference says what is correct after each: after a
-// reset to offset x every record from x on is handled again, in each
-// session's order, and none before x is handled; after the topic is made
-// again every record of the new topic is handled in order, as in a new
-// topic. Nothing another group or a former owner wrote changes what this
-// group handles.
+// commits gone), and with it, as often, the group (empty, its offsets
+// gone: Kafka removes it), whose generations then start again while a
+// former owner's fence of the topic's earlier incarnation, of a higher
+// generation, may still land late; the park topic is deleted and made
+// again (its partition from offset 0, other groups' entries in it, the
+// group's commit naming the former park topic's ID and a position of
+// it); the group is deleted and made again (its generations start again,
+// its commits gone: it reads the topic from the start); the group
+// protocol is switched, classic to consumer (KIP-848) or back (the
+// member epochs start again near 1 under the other protocol, the commit
+// kept: a reset fence). The reference says what is correct after each:
+// after a reset to offset x every record from x on is handled again, in
+// each session's order, and none before x is handled; after the source
+// topic or the group is made again every record is handled in order, as
+// in a new topic or group; after the park topic is made again the records
+// parked then (the group committed past them unhandled) are lost, as
+// docs/parking.md says (Identity, Limits), and reported (Start says
+// ParkTopicLost), and nothing else is: every other record is handled in
+// order, the lost ones counted in their sessions' order where they were;
+// after a protocol switch nothing changes. Nothing another group or a
+// former owner wrote changes what this group handles.
+//
+// A write in flight when the group stops lands before a world that needs
+// the group stopped for a while (the park topic, the group or its
+// protocol made again): a fence of the group's former life landing after
+// its new life's fences names nothing a rebuild could tell apart from a
+// newer owner's (no entry names a group's incarnation). A former owner's
+// fence of the source topic's earlier incarnation lands at any time: it
+// names the topic's former ID.
+//
+// The rebuild starts where Start says, as the consumer's does; the
+// reference says independently whether anything in the park partition is
+// still the group's (pmCommit.live).
 
 type pmEntry = Entry
 
-// pmCommit is the park section of the group's commit: the park position
-// and the fence in force there. It is the consumer's parkCommit less the
-// topic IDs: the model gives the identity rules the source topic's ID
-// itself (SetTopicID), and drops the section when the topic is made again.
+// pmCommit is the group's commit: the source watermark and the park
+// section as the consumer commits it (the park position, the fence in
+// force there and the topic IDs it was made under). live is the
+// reference's: the park section names a position in the park partition
+// there is now, of the source topic there is now (false when the park
+// topic was made again since).
 type pmCommit struct {
-	pos   int64
-	fence Fence
+	wm   int64
+	pc   Committed
+	live bool
 }
-
-var pmNoCommit = pmCommit{pos: -1, fence: NoFence}
 
 type pmItem struct {
 	src   int64
@@ -81,9 +110,21 @@ type parkModel struct {
 	rng  *rand.Rand
 	hold bool
 
-	gen     int32 // the group's generation: one more per new owner
+	gen     int32  // the group's generation: one more per new owner
+	proto   string // the group protocol gen is of: classic or consumer
 	topicID string
-	from    int64 // records from here on must be handled (an operator's reset: later)
+	// parkID is the park topic's ID; parkIDKnown whether the member and
+	// its commits know it (a broker or version that gives none: "").
+	parkID      string
+	parkIDKnown bool
+	made        int // topics made again: their IDs
+	// lost are the records lost with a park topic made again; wantLost:
+	// some were, and the next rebuild is to report it.
+	lost     int
+	wantLost bool
+	// seen counts what happened, by world, over all seeds (logged).
+	seen map[string]int
+	from int64 // records from here on must be handled (an operator's reset: later)
 	// late is a fence of an owner that lost the partition (its rebuild,
 	// retried, racing the revoke) still in flight; lateAt the park offset
 	// where the last one landed (-1 none): a former owner's entries carry it.
@@ -95,14 +136,11 @@ type parkModel struct {
 	// fence), so they make nothing durable until such a commit.
 	unsure []pmEntry
 
-	src    []string // session of each source offset
-	idx    []int    // position of each source offset in its session
-	park   []pmEntry
-	dlq    []int64
-	commit struct {
-		wm int64
-		pc pmCommit // the park section; pos -1: none
-	}
+	src     []string // session of each source offset
+	idx     []int    // position of each source offset in its session
+	park    []pmEntry
+	dlq     []int64
+	commit  pmCommit
 	cdone   map[int64]bool // completed offsets above the committed watermark
 	events  map[int64]int  // handled or dead-lettered, per source offset
 	handled map[string]int // records of each session with a first event, in order
@@ -121,11 +159,14 @@ type parkModel struct {
 
 const pmAfterAttempts = 3
 
-func newParkModel(t *testing.T, seed uint64) *parkModel {
+func newParkModel(t *testing.T, seed uint64, seen map[string]int) *parkModel {
 	rng := rand.New(rand.NewPCG(seed, 19))
 	pm := &parkModel{t: t, rng: rng, hold: seed%2 == 0, cdone: map[int64]bool{}, stuck: map[string]bool{},
-		now: time.Unix(1e9, 0), topicID: "t0", lateAt: -1}
-	pm.commit.pc = pmNoCommit
+		seen: seen, now: time.Unix(1e9, 0), topicID: "t0", lateAt: -1, proto: "classic", parkID: "p0", parkIDKnown: true}
+	if seed%3 == 0 {
+		pm.proto = "consumer"
+	}
+	pm.commit.pc = NoCommit
 	pm.source()
 	pm.rebase(0)
 	pm.restart()
@@ -164,12 +205,15 @@ func (pm *parkModel) rules() Rules {
 const pmGroup = "g"
 
 // restart makes a new owner from the last commit: the parked set rebuilt
-// by reading the park log from the committed park position (its own fence
-// when there is none) to its end. The owner before it may still land a
-// fence, late.
+// by reading the park log from where Start says (the committed park
+// position, or its own fence when nothing before it is the group's) to
+// its own fence; when a fence of the other group protocol is in force
+// above its own (OtherProtocol), it writes a reset fence and reads on to
+// it, as the consumer does. The owner before it may still land a fence,
+// late.
 func (pm *parkModel) restart() {
 	if pm.m != nil && pm.rng.IntN(4) == 0 {
-		pm.late = &pmEntry{Kind: KindFence, Group: pmGroup, Gen: pm.m.gen, TopicID: pm.topicID, Epoch: -1}
+		pm.late = &pmEntry{Kind: KindFence, Group: pmGroup, Gen: pm.m.gen, Proto: pm.proto, TopicID: pm.topicID, Epoch: -1}
 	}
 	pm.gen++
 	pm.unsure = nil
@@ -177,23 +221,58 @@ func (pm *parkModel) restart() {
 		lanes: map[string][]pmItem{}, fails: map[int64]int{}, parkFails: maps.Clone(pm.parkFails), gen: pm.gen}
 	m.ps.SetTopicID(pm.topicID)
 	pm.m = m
-	fence, _ := pm.write(pmEntry{Kind: KindFence, Group: pmGroup, Gen: m.gen, TopicID: pm.topicID}) // never crashes: see write
-	start := pm.commit.pc.pos
-	if start < 0 { // nothing before the fence is the group's: no attempt marker either
-		start = fence
+	own := pmEntry{Kind: KindFence, Group: pmGroup, Gen: m.gen, Proto: pm.proto, TopicID: pm.topicID}
+	fence, _ := pm.write(own) // never crashes: see write
+	start, inForce, why := Start(pm.commit.pc, pm.topicID, pm.parkIDNow(), fence)
+	pm.step("rebuild from park[%d] (%s), in force %+v", start, pmOrigin[why], inForce)
+	pm.saw("rebuild: Start says " + pmOrigin[why])
+	if pm.wantLost && why != ParkTopicLost && ((pm.parkIDKnown && pm.commit.pc.ParkTopicID != "") || pm.commit.pc.Pos > fence) {
+		pm.fail("records parked in the park topic deleted and made again are lost, but the rebuild does not say so: it starts at park[%d] (%s)", start, pmOrigin[why])
+	}
+	pm.wantLost = false
+	if !pm.commit.live { // nothing before the fence is the group's: no attempt marker either
 		clear(pm.parkFails)
 		clear(m.parkFails)
 	}
-	m.ps.Begin(start, pm.commit.pc.fence)
-	for i := start; i < fence; i++ {
-		if !m.ps.Replay(i, pm.park[i], pm.now) {
-			e := pm.park[i]
+	m.ps.Begin(start, inForce)
+	pm.replay(start, fence)
+	if m.ps.Replay(fence, pm.park[fence], pm.now) {
+		return
+	}
+	if in := m.ps.InForce(); !in.OtherProtocol(pm.proto) {
+		pm.fail("the new owner's own fence at park[%d] (generation %d, %s) not taken: in force %+v", fence, m.gen, pm.proto, in)
+	}
+	own.Reset = true
+	reset, _ := pm.write(own)
+	pm.step("reset fence at park[%d]: the group protocol switched", reset)
+	pm.saw("rebuild: a reset fence written")
+	pm.replay(fence+1, reset)
+	if !m.ps.Replay(reset, pm.park[reset], pm.now) {
+		pm.fail("the new owner's reset fence at park[%d] (generation %d, %s) not taken: in force %+v", reset, m.gen, pm.proto, m.ps.InForce())
+	}
+}
+
+var pmOrigin = map[Origin]string{FromCommit: "FromCommit", NoPosition: "NoPosition", OtherTopic: "OtherTopic", ParkTopicLost: "ParkTopicLost"}
+
+// replay replays park[from:to] into the new owner's parked set.
+func (pm *parkModel) replay(from, to int64) {
+	for i := from; i < to; i++ {
+		e := pm.park[i]
+		if e.Kind == KindFence && e.Group == pmGroup && e.TopicID != pm.topicID && e.Gen >= pm.m.ps.InForce().Gen {
+			pm.saw("rebuild: a fence of the earlier source topic, generation not below the one in force")
+		}
+		if !pm.m.ps.Replay(i, e, pm.now) {
 			pm.step("rebuild ignores park[%d] %c of %q epoch %d gen %d", i, e.Kind, e.Group, e.Epoch, e.Gen)
 		}
 	}
-	if !m.ps.Replay(fence, pm.park[fence], pm.now) {
-		pm.fail("the new owner's own fence at park[%d] (generation %d) not taken: in force %+v", fence, m.gen, m.ps.InForce())
+}
+
+// parkIDNow is the park topic's ID as the member finds it.
+func (pm *parkModel) parkIDNow() string {
+	if pm.parkIDKnown {
+		return pm.parkID
 	}
+	return ""
 }
 
 // foreign lands an entry another group (or a writer naming none) wrote to
@@ -215,37 +294,159 @@ func (pm *parkModel) foreign() {
 	}
 	off := int64(len(pm.park))
 	if e.Kind == KindFence {
-		e.Session, e.TopicID = "", pm.topicID
+		e.Session, e.TopicID, e.Proto = "", pm.topicID, []string{"classic", "consumer", ""}[pm.rng.IntN(3)]
+		e.Reset = pm.rng.IntN(4) == 0
 		pm.other = append(pm.other, off)
 	}
 	pm.park = append(pm.park, e)
 	pm.step("park[%d] %c %s %d epoch %d gen %d (group %q)", off, e.Kind, e.Session, e.Src, e.Epoch, e.Gen, group)
 }
 
-// stopped runs what an operator does while the group is stopped: reset
-// its offsets (empty metadata) to the start or an earlier offset, or
-// delete the source topic and make it again (the group's commits go with
-// it). The group then starts again.
+// stopped runs what an operator does while the group is stopped (after a
+// clean stop: a commit): reset its offsets (empty metadata) to the start
+// or an earlier offset; delete the source topic and make it again (the
+// group's commits go with it, and often the group: its generations start
+// again); delete the park topic and make it again; delete the group and
+// make it again; switch its group protocol. The group then starts again.
 func (pm *parkModel) stopped() {
-	pm.commitNow() // a clean stop
-	if pm.rng.IntN(2) == 0 {
+	switch pm.rng.IntN(5) {
+	case 0:
+		pm.commitNow()
 		to := int64(pm.rng.IntN(int(pm.commit.wm) + 1))
 		if pm.rng.IntN(2) == 0 {
 			to = 0
 		}
 		pm.step("operator resets the offsets to %d (empty metadata)", to)
-		pm.commit.wm, pm.commit.pc = to, pmNoCommit
-		pm.cdone = map[int64]bool{}
-		pm.rebase(to)
-	} else {
-		pm.topicID = fmt.Sprintf("t%d", pm.gen)
+		pm.saw("world: offsets reset")
+		pm.drop(to)
+	case 1:
+		pm.commitNow()
+		if pm.late == nil && pm.rng.IntN(4) != 0 { // the stopped owner's retried rebuild, in flight
+			pm.late = &pmEntry{Kind: KindFence, Group: pmGroup, Gen: pm.m.gen, Proto: pm.proto, TopicID: pm.topicID, Epoch: -1}
+		}
+		pm.made++
+		pm.topicID = fmt.Sprintf("t%d", pm.made)
 		pm.step("source topic deleted and made again (%s)", pm.topicID)
+		pm.saw("world: source topic made again")
+		if pm.rng.IntN(2) == 0 {
+			pm.saw("world: source topic made again, the group with it")
+			pm.againFrom("the group removed with its offsets")
+		}
+		old := pm.commit
 		pm.source()
-		pm.commit.wm, pm.commit.pc = 0, pmNoCommit
-		pm.cdone = map[int64]bool{}
-		pm.rebase(0)
+		pm.drop(0)
+		if old.pc.Pos >= 0 && pm.rng.IntN(3) == 0 {
+			// A former member's last commit, of the earlier topic, lands
+			// after it was made again (by name): its offset and its park
+			// section, which names the earlier topic's ID.
+			wm := min(old.wm, int64(len(pm.src)))
+			pm.step("a commit of the earlier topic lands: wm %d, its park section %+v", wm, old.pc)
+			pm.saw("world: source topic made again, a commit of the earlier one landing after")
+			pm.drop(wm)
+			pm.commit.pc = old.pc
+		}
+		pm.m = nil // no former owner of the new topic
+	case 2:
+		pm.landInFlight()
+		pm.commitNow()
+		pm.parkMadeAgain()
+		pm.m = nil
+	case 3:
+		pm.landInFlight()
+		pm.commitNow()
+		pm.step("group deleted and made again: its commits gone")
+		pm.saw("world: group made again")
+		pm.againFrom("a new group")
+		pm.drop(0)
+		pm.m = nil
+	default:
+		pm.landInFlight()
+		pm.commitNow()
+		from := pm.proto
+		pm.proto = map[string]string{"classic": "consumer", "consumer": "classic"}[from]
+		pm.step("group protocol switched from %s to %s (the commit kept)", from, pm.proto)
+		pm.saw("world: group protocol switched")
+		pm.againFrom("another protocol")
+		pm.m = nil
 	}
 	pm.restart()
+}
+
+// drop drops the group's commits (empty metadata, or none) and starts the
+// reference again from source offset to, where the group starts.
+func (pm *parkModel) drop(to int64) {
+	pm.commit = pmCommit{wm: to, pc: NoCommit}
+	pm.cdone = map[int64]bool{}
+	pm.rebase(to)
+}
+
+// againFrom starts the group's generations again, near 1.
+func (pm *parkModel) againFrom(why string) {
+	pm.gen = int32(pm.rng.IntN(3))
+	pm.step("generations start again from %d (%s)", pm.gen+1, why)
+}
+
+// landInFlight lands the writes still in flight: a former owner's late
+// fence and a crashed member's copy or marker.
+func (pm *parkModel) landInFlight() {
+	if f := pm.late; f != nil {
+		pm.late, pm.lateAt = nil, int64(len(pm.park))
+		pm.park = append(pm.park, *f)
+		pm.step("park[%d] f gen %d (a former owner's fence, landing before the stop)", pm.lateAt, f.Gen)
+	}
+	if o := pm.orphan; o != nil {
+		pm.orphan = nil
+		pm.park = append(pm.park, *o)
+		if o.Kind == KindRecord && o.Src < int64(len(pm.src)) {
+			pm.parkAt[o.Src] = int64(len(pm.park) - 1)
+		}
+		pm.step("park[%d] %c %s %d epoch %d (a former owner's write, landing before the stop)", len(pm.park)-1, o.Kind, o.Session, o.Src, o.Epoch)
+	}
+}
+
+// parkMadeAgain deletes the park topic and makes it again while the group
+// is stopped: its partition starts from offset 0 and other groups write
+// to it meanwhile; the group's commit keeps its park section (of the
+// former park topic). The records parked then, which the group committed
+// past unhandled, are lost with it (docs/parking.md, Identity): the
+// reference counts them as lost where they were in their sessions, and
+// says that the rebuild reports it when it can tell (the topic IDs known,
+// or the position past the new partition's end).
+func (pm *parkModel) parkMadeAgain() {
+	pm.made++
+	pm.parkID, pm.parkIDKnown = fmt.Sprintf("p%d", pm.made), pm.rng.IntN(4) != 0
+	if !pm.parkIDKnown {
+		pm.commit.pc.ParkTopicID = "" // nor did the member that committed know it
+	}
+	pm.step("park topic deleted and made again (%s, ID known %v)", pm.parkID, pm.parkIDKnown)
+	pm.saw("world: park topic made again")
+	n := 0
+	for o := pm.from; o < int64(len(pm.src)); o++ {
+		committed := o < pm.commit.wm || pm.cdone[o]
+		_, parked := pm.parkAt[o]
+		switch {
+		case pm.events[o] == 0 && committed && !parked:
+			pm.fail("record %d (%s #%d) committed past, never handled nor parked", o, pm.src[o], pm.idx[o])
+		case pm.events[o] == 0 && committed:
+			pm.event(o, "lost with the park topic")
+			pm.durable[o] = true
+			n++
+		case pm.events[o] > 0 && !committed:
+			// Handled, and durable only by a marker in the park topic, if
+			// at all: delivered again, it may be handled again (its floor
+			// is gone with the topic).
+			pm.repeat[o] = true
+		}
+	}
+	pm.lost += n
+	pm.seen["park topic made again: records lost with it"] += n
+	pm.park, pm.other, pm.lateAt = nil, nil, -1
+	pm.parkAt, pm.parkFails = map[int64]int64{}, map[int64]int{}
+	pm.commit.live = false
+	for range pm.rng.IntN(int(pm.commit.pc.Pos)*3/2 + 5) { // the position past the new end, or not
+		pm.foreign()
+	}
+	pm.wantLost = n > 0
 }
 
 // crash loses the member's memory; what was not durable may run again.
@@ -264,6 +465,9 @@ func (pm *parkModel) crash() {
 	}
 	pm.restart()
 }
+
+// saw counts an event of a world.
+func (pm *parkModel) saw(what string) { pm.seen[what]++ }
 
 func (pm *parkModel) step(format string, args ...any) {
 	pm.log = append(pm.log, fmt.Sprintf(format, args...))
@@ -332,7 +536,7 @@ func (pm *parkModel) write(e pmEntry) (int64, bool) {
 		return off, false
 	}
 	if e.Kind != KindRecord { // a marker makes the session's events through it durable...
-		if pm.commit.pc.pos < 0 { // ...once a commit says where the group's entries start
+		if !pm.commit.live { // ...once a commit says where the group's entries start
 			pm.unsure = append(pm.unsure, e)
 		} else {
 			pm.marked(e)
@@ -517,7 +721,7 @@ func (pm *parkModel) commitNow() {
 		wm++
 	}
 	pos := m.ps.Position()
-	pm.commit.wm, pm.commit.pc = wm, pmCommit{pos: pos, fence: m.ps.CommitFence(pos)}
+	pm.commit = pmCommit{wm: wm, pc: Committed{Pos: pos, Fence: m.ps.CommitFence(pos), TopicID: pm.topicID, ParkTopicID: pm.parkIDNow()}, live: true}
 	cdone := map[int64]bool{}
 	for o := wm; o < int64(len(pm.src)); o++ {
 		if m.done[o] || (o >= m.pos && pm.cdone[o]) { // not yet fetched: still completed
@@ -525,7 +729,7 @@ func (pm *parkModel) commitNow() {
 		}
 	}
 	pm.cdone = cdone
-	pm.step("commit wm %d pp %d in force %+v", wm, pos, pm.commit.pc.fence)
+	pm.step("commit wm %d pp %d in force %+v", wm, pos, pm.commit.pc.Fence)
 	for _, e := range pm.unsure {
 		pm.marked(e)
 	}
@@ -545,7 +749,7 @@ func (pm *parkModel) commitNow() {
 
 func (pm *parkModel) randomStep() {
 	switch {
-	case pm.rng.IntN(200) == 0:
+	case pm.rng.IntN(120) == 0:
 		pm.stopped()
 		return
 	case pm.rng.IntN(25) == 0:
@@ -649,19 +853,26 @@ func slicesSort(s []string) {
 
 func TestParkModel(t *testing.T) {
 	seeds := quickSize(t, 500, 100)
+	seen := map[string]int{}
 	for seed := range uint64(seeds) {
-		pm := newParkModel(t, seed)
-		for range 600 {
-			pm.randomStep()
-		}
-		pm.finish()
-		for o := int(pm.from); o < len(pm.src); o++ {
-			if pm.events[int64(o)] == 0 {
-				pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			pm := newParkModel(t, seed, seen)
+			for range 600 {
+				pm.randomStep()
 			}
-		}
-		if n := pm.m.ps.Counts(pm.now).Sessions; pm.m.ps.records != 0 || n != 0 {
-			pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, n)
-		}
+			pm.finish()
+			for o := int(pm.from); o < len(pm.src); o++ {
+				if pm.events[int64(o)] == 0 {
+					pm.fail("seed %d: record %d (%s #%d) lost: never handled nor dead-lettered", seed, o, pm.src[o], pm.idx[o])
+				}
+			}
+			if n := pm.m.ps.Counts(pm.now).Sessions; pm.m.ps.records != 0 || n != 0 {
+				pm.fail("seed %d: %d records of %d sessions left parked", seed, pm.m.ps.records, n)
+			}
+		})
+	}
+	keys := slices.Sorted(maps.Keys(seen))
+	for _, k := range keys {
+		t.Logf("%6d %s", seen[k], k)
 	}
 }

@@ -49,9 +49,63 @@ func (ps *Set) ApplyRelease(off int64, e Entry, now time.Time) bool {
 	return ss != nil && ss.held && off > ss.holdOffset && ps.Release(e.Session, now)
 }
 
+// Committed is the park section of a group's commit as a rebuild or
+// InspectParked finds it: the park position (-1: none), the fence in
+// force there, and the IDs of the source and park topics it was committed
+// under ("" unknown).
+type Committed struct {
+	Pos         int64
+	Fence       Fence
+	TopicID     string
+	ParkTopicID string
+}
+
+// NoCommit is no committed park section: nothing in the park partition
+// is the group's.
+var NoCommit = Committed{Pos: -1, Fence: NoFence}
+
+// Origin says where a rebuild starts reading (Start).
+type Origin byte
+
+const (
+	// FromCommit: at the committed park position.
+	FromCommit Origin = iota
+	// NoPosition: none is committed (a new group, an offset reset, a
+	// source topic deleted and made again, parking turned on later).
+	NoPosition
+	// OtherTopic: the position was committed under an earlier incarnation
+	// of the source topic: its parked sessions are not this topic's.
+	OtherTopic
+	// ParkTopicLost: the park topic was deleted and made again (or
+	// truncated) since the commit (its ID differs, or the position is past
+	// its end): the sessions parked then are lost, their records are not
+	// in it (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#identity).
+	ParkTopicLost
+)
+
+// Start is where a rebuild of the park partition reads from, and the
+// fence in force there, given the group's committed park section c, the
+// source and park topics' IDs now ("" unknown) and end: the new owner's
+// own fence (a rebuild), or the park partition's end (InspectParked). It
+// is c's position and fence when c is of these topics and not past end;
+// else nothing before end is the group's: end and NoFence, why says
+// which (the rebuild then starts at the owner's own fence; InspectParked
+// has nothing to read).
+func Start(c Committed, topicID, parkTopicID string, end int64) (pos int64, f Fence, why Origin) {
+	switch {
+	case c.Pos < 0:
+		return end, NoFence, NoPosition
+	case c.TopicID != "" && topicID != "" && c.TopicID != topicID:
+		return end, NoFence, OtherTopic
+	case (c.ParkTopicID != "" && parkTopicID != "" && c.ParkTopicID != parkTopicID) || c.Pos > end:
+		return end, NoFence, ParkTopicLost
+	}
+	return c.Pos, c.Fence, FromCommit
+}
+
 // Begin starts a rebuild at the committed park position pos, whose fence
 // in force f was committed with it (f.Off < pos); f.Off -1: none, the
-// rebuild starts at the new owner's own fence.
+// rebuild starts at the new owner's own fence (Start says which).
 func (ps *Set) Begin(pos int64, f Fence) {
 	ps.end = max(ps.end, pos)
 	if f.Off >= 0 {
