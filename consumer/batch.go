@@ -7,10 +7,11 @@ import (
 	"runtime/debug"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/lanesdev/lanes/eventid"
-	"github.com/lanesdev/lanes/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/tracing"
 )
 
 // BatchHandler processes messages a batch at a time (see NewBatch).
@@ -115,29 +116,25 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 		if b[0] != head0 { // a new head (the old one done, fenced or skipped): a fresh budget
 			head0, bo, excusedN = b[0], nil, 0
 		}
-		if !c.silenceWait(b[0]) {
-			continue // the head was fenced or skipped while held: settle drops it
-		}
-		probe, waited, ok := c.breakerWait(b[0])
+		ps, ok := c.through(b[0])
 		if !ok {
 			continue // the head was fenced or skipped while held: settle drops it
 		}
-		if waited {
+		if ps.waited {
 			bo = nil // the budget by time starts again after an outage
 		}
 		ms = ms[:0]
 		for _, w := range b {
 			ms = append(ms, &w.msg)
 		}
-		holds := c.member.holds.Load()
 		span, err := c.callBatch(l, b[0], ms)
 		done, cause := batchOutcome(err, len(b))
-		cut, cause := c.silenced(cause, holds)
+		cut, cause := c.silenced(cause, ps.holds)
 		rep := cause
 		if done > 0 {
 			rep = nil // progress: the dependency answers
 		}
-		excused := c.brk != nil && c.breakerReport(b[0].p, probe, rep)
+		excused := c.brk != nil && c.breakerReport(b[0].p, ps.probe, rep)
 		for _, w := range b[:done] {
 			w.p.finish(w.seq, true)
 		}

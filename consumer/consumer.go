@@ -32,7 +32,7 @@ type Consumer struct {
 	metrics *metrics
 	brk     *breaker.Breaker // nil unless Config.Breaker.Enabled
 	// probeWork is the running probe's record as the lanes know it, kept
-	// by the breaker's gate (breaker_gate.go) to name a probe given up as
+	// by the breaker's gate (gate.go) to name a probe given up as
 	// hung.
 	probeWork atomic.Pointer[probeRec]
 	park      *parkIO // nil unless Config.Park.Enabled

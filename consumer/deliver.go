@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/lanesdev/lanes/eventid"
-	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/tracing"
 )
 
 // process runs one record through the handler (with retries and, when
@@ -44,21 +45,16 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 	var failedAt time.Time // the first counted failure, for parking
 	var park func() bool   // with parking on: parks the record when the in-lane budget is spent (afterFailure)
 	for attempt := 1; ; attempt++ {
-		if !c.silenceWait(w) {
-			return false // fenced, or skipped as stalled while the member held its work
-		}
-		probe, waited, ok := c.breakerWait(w)
+		ps, ok := c.through(w)
 		if !ok {
-			return false // fenced, or skipped as stalled while the breaker held it
+			return false // fenced, or skipped as stalled while the member's work or the breaker held it
 		}
-		if waited {
+		if ps.waited {
 			bo = nil // the budget by time starts again after an outage
 		}
 		m.Attempt = attempt
-		holds := c.member.holds.Load()
 		span, err := c.call(l, w, m)
-		cut, err := c.silenced(err, holds)
-		excused := c.brk != nil && c.breakerReport(w.p, probe, err)
+		err, again := c.judged(w.p, ps, err)
 		if err == nil {
 			tracing.EndProcess(span, nil)
 			c.stats.processed.Add(1)
@@ -68,7 +64,7 @@ func (c *Consumer) deliver(l *lane, w *work) bool {
 			tracing.EndProcess(span, err)
 			return false // skipped as stalled, or given up (its next owner runs it), while this attempt ran
 		}
-		if excused || cut {
+		if again {
 			c.stats.retries.Add(1)
 			tracing.EndProcess(span, err)
 			bo = nil

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/tracing"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
@@ -56,19 +57,13 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 	// The breaker holds a parked retry as any attempt: during an outage
 	// that opened it, a parked head waits (or probes) instead of spending
 	// its park budget, and a failure while it is open is excused.
-	if !c.silenceWait(rw) {
-		p.parkAbandon(w.lane)
-		return
-	}
-	probe, _, ok := c.breakerWait(rw)
+	ps, ok := c.through(rw)
 	if !ok {
 		p.parkAbandon(w.lane)
 		return
 	}
-	holds := c.member.holds.Load()
 	span, err := c.call(l, rw, &rw.msg)
-	cut, err := c.silenced(err, holds)
-	excused := c.brk != nil && c.breakerReport(p, probe, err)
+	err, again := c.judged(p, ps, err)
 	tracing.EndProcess(span, err)
 	now := time.Now()
 	switch {
@@ -77,7 +72,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		c.parkMark(p, parkset.KindDone, w.lane, h.SrcOffset)
 	case p.isFenced():
 		p.parkAbandon(w.lane)
-	case excused || cut: // not counted against the park budget: due again, to wait for the breaker or the hold
+	case again: // not counted against the park budget: due again, to wait for the breaker or the hold
 		c.stats.retries.Add(1)
 		p.parkAbandon(w.lane)
 	case IsPermanent(err): // poison, as it would be in the source partition: dead-lettered, the session goes on

@@ -83,34 +83,3 @@ func (c *Consumer) holdWork() {
 		s.mu.Unlock()
 	}
 }
-
-// track makes actx the lane's running attempt, for holdWork, and cancels
-// it at once when a hold began before it was seen there.
-func (c *Consumer) track(l *lane, actx *attemptCtx) {
-	l.actx.Store(actx)
-	if c.member.gate() != nil {
-		actx.cancel(context.Canceled)
-	}
-}
-
-// silenceWait holds w's lane while the member holds its work. It reports
-// false when w's partition was fenced or w got done meanwhile (no attempt
-// is to be made).
-func (c *Consumer) silenceWait(w *work) bool {
-	for g := c.member.gate(); g != nil; g = c.member.gate() {
-		if !w.p.waitFor(w.seq, time.Minute, g.over) {
-			return false
-		}
-	}
-	return true
-}
-
-// silenced reports whether the attempt that returned err failed while a
-// hold began or lasted (holds0 is the count of holds when it started),
-// and returns err, marked as the hold's when it did.
-func (c *Consumer) silenced(err error, holds0 uint64) (bool, error) {
-	if err == nil || !c.member.heldSince(holds0) {
-		return false, err
-	}
-	return true, errors.Join(errGroupSilent, err)
-}

@@ -9,5 +9,5 @@
 // here knows lanes, records or clients. A Breaker is safe for concurrent
 // use: its state is under its own mutex, with the open flag, the waiting
 // lanes and the idle release also kept as atomics for the lanes' fast
-// path. The consumer's gate (consumer/breaker_gate.go) is its one door.
+// path. The consumer's gate (consumer/gate.go) is its one door.
 package breaker

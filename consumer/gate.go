@@ -1,15 +1,56 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 )
 
-// The breaker as the lanes meet it: waiting while it is open, reporting
-// each attempt, and the watchdog's check that an open breaker can still
-// probe. The breaker itself (internal/breaker) knows nothing of lanes.
+// An attempt's gates: the member's holds as the lanes meet them. Before an
+// attempt its lane waits at the gate (through) while a silence hold
+// (silence.go) holds the member's work or the circuit breaker
+// (internal/breaker) is open, and passes as the breaker's probe when it
+// is one; after it, the gate judges its outcome (judged): a failure cut
+// by a hold, or while the breaker is open, counts against no budget. The
+// watchdog checks here that an open breaker can still probe. Neither hold
+// knows of lanes.
+
+// pass is an attempt's way through the gate: the breaker's probe it runs
+// as (0: none), whether it waited for the breaker, and the member's count
+// of silence holds when it began.
+type pass struct {
+	probe  breaker.ProbeID
+	waited bool // the budget by time starts again after an outage
+	holds  uint64
+}
+
+// through holds w's lane while the member's work is held or the breaker
+// is open, and returns the attempt's pass. ok is false when w's partition
+// was fenced or w got done meanwhile (skipped as stalled): no attempt is
+// to be made.
+func (c *Consumer) through(w *work) (ps pass, ok bool) {
+	if !c.silenceWait(w) {
+		return pass{}, false
+	}
+	if ps.probe, ps.waited, ok = c.breakerWait(w); !ok {
+		return pass{}, false
+	}
+	ps.holds = c.member.holds.Load()
+	return ps, true
+}
+
+// judged tells the gate what the attempt that passed with ps (of a record
+// of partition p) returned: err, marked as the silence hold's when a hold
+// began or lasted while it ran. again reports a failure that counts
+// against no budget (a hold cut it, or the breaker is open): the next
+// pass waits at the gate.
+func (c *Consumer) judged(p *partition, ps pass, err error) (_ error, again bool) {
+	cut, err := c.silenced(err, ps.holds)
+	excused := c.brk != nil && c.breakerReport(p, ps.probe, err)
+	return err, cut || excused
+}
 
 // breakerIdle, run by the watchdog, lets fetching resume while the breaker
 // is open with nothing to probe with (every held record ended — dead-lettered
@@ -140,4 +181,35 @@ func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error)
 		return true
 	}
 	return false
+}
+
+// track makes actx the lane's running attempt, for holdWork, and cancels
+// it at once when a hold began before it was seen there.
+func (c *Consumer) track(l *lane, actx *attemptCtx) {
+	l.actx.Store(actx)
+	if c.member.gate() != nil {
+		actx.cancel(context.Canceled)
+	}
+}
+
+// silenceWait holds w's lane while the member holds its work. It reports
+// false when w's partition was fenced or w got done meanwhile (no attempt
+// is to be made).
+func (c *Consumer) silenceWait(w *work) bool {
+	for g := c.member.gate(); g != nil; g = c.member.gate() {
+		if !w.p.waitFor(w.seq, time.Minute, g.over) {
+			return false
+		}
+	}
+	return true
+}
+
+// silenced reports whether the attempt that returned err failed while a
+// hold began or lasted (holds0 is the count of holds when it started),
+// and returns err, marked as the hold's when it did.
+func (c *Consumer) silenced(err error, holds0 uint64) (bool, error) {
+	if err == nil || !c.member.heldSince(holds0) {
+		return false, err
+	}
+	return true, errors.Join(errGroupSilent, err)
 }
