@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,7 @@ type parkIO struct {
 	w       parkwire.Writer  // the group's entries, as the park topic carries them
 	leaders leaderCache      // of park partitions, for readAt
 	fetches atomic.Int64     // fetches readAt made (tests)
-	limits  *parkwire.Limits // max.message.bytes of the park topics (park_size.go)
+	limits  *parkwire.Limits // max.message.bytes of the park topics (internal/parkwire, learned by check)
 }
 
 // newParkIO is the park I/O of cfg's group, without a client: what builds
@@ -39,7 +40,7 @@ func newParkIO(cfg *Config) *parkIO {
 
 // openPark starts the park client. Its batches to each park topic are
 // capped at the topic's max.message.bytes, as check learns it before the
-// first write to the topic (park_size.go).
+// first write to the topic (parkwire.Limits).
 func openPark(cfg *Config) (*parkIO, error) {
 	io := newParkIO(cfg)
 	opts := append([]kgo.Opt{
@@ -110,7 +111,7 @@ func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string
 	}
 	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
 		for _, c := range rc.Configs {
-			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (park_size.go)
+			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (park_write.go: fit)
 				io.learnLimit(park, *c.Value)
 			}
 			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
@@ -119,6 +120,15 @@ func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string
 		}
 	}
 	return nil
+}
+
+// learnLimit takes park topic's max.message.bytes from its configs (the
+// check's DescribeTopicConfigs answer); a value missing or unreadable
+// leaves Kafka's default.
+func (io *parkIO) learnLimit(topic, value string) {
+	if n, err := strconv.Atoi(value); err == nil && n > 0 {
+		io.limits.Learn(topic, n)
+	}
 }
 
 // write produces rec and waits for its acknowledgement, returning its park

@@ -3,11 +3,6 @@ package consumer
 import (
 	"context"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // openPark starts the park client when parking is on.
@@ -90,39 +85,6 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 			Msg("park: record parked; its session's later records follow it to the park topic until it is retried successfully")
 	}
 	return true
-}
-
-// parkWrite writes rec until acknowledged, or until p is fenced (false).
-// A failing write shows in Stats, Health and the log (parkWriteFailed); a
-// parked copy refused as too large is written as its stub instead.
-func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = c.cfg.Retry.InitialInterval, c.cfg.Retry.MaxInterval, 0
-	var failing uint64 // this write among p's failing park writes; 0 while it has not failed
-	defer func() { p.parkWrites.ended(failing) }()
-	for {
-		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
-		off, err := c.park.write(ctx, rec)
-		cancel()
-		if err == nil {
-			if failing != 0 {
-				c.parkWriteRecovered(p, rec, failing)
-			}
-			return off, true
-		}
-		if p.isFenced() {
-			return 0, false
-		}
-		if stub := parkwire.StubFor(rec, err); stub != nil {
-			c.logStub(rec, 0, 0, err)
-			rec = stub
-			continue
-		}
-		failing = c.parkWriteFailed(p, rec, failing, err)
-		if !p.waitRetry(parkSeq, bo.NextBackOff()) {
-			return 0, false
-		}
-	}
 }
 
 // ReleaseParked lets a parked session held after its retry budget was

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +130,7 @@ func (c *Consumer) parkLost(p *partition, lane string, h parkset.Record, gone er
 // and the failed attempts it had in its lane before it was parked (0 when
 // its copy is gone). A copy removed by retention is read from the source
 // partition instead (the same record) while that one still has it; so is
-// the record of a stub (park_size.go).
+// the record of a stub (readStub).
 func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int, error) {
 	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 	defer cancel()
@@ -227,4 +228,21 @@ func (c *Consumer) parkDeadLetter(w *work, cause error, reason Reason) bool {
 			return false
 		}
 	}
+}
+
+// readStub reads the record whose stub is parked head h (stub as parsed)
+// from its source partition. A record gone from it, or another record at
+// its offset (the source topic made again), is errRecordGone: its loss is
+// dead-lettered (parkLost).
+func (c *Consumer) readStub(ctx context.Context, p *partition, h parkset.Record, stub *kgo.Record) (*kgo.Record, error) {
+	r, _, err := c.park.readAt(ctx, p.key.topic, p.key.partition, h.SrcOffset)
+	if err != nil {
+		return nil, fmt.Errorf("parked stub (park offset %d): read its record from %s/%d at %d: %w",
+			h.ParkOffset, p.key.topic, p.key.partition, h.SrcOffset, err)
+	}
+	if !bytes.Equal(r.Key, stub.Key) {
+		return nil, fmt.Errorf("%w: parked stub (park offset %d): %s/%d at %d holds a record of another key than the stub's: the topic was made again",
+			errRecordGone, h.ParkOffset, p.key.topic, p.key.partition, h.SrcOffset)
+	}
+	return r, nil
 }

@@ -1,15 +1,25 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
+
+// The park write: an entry of a park partition written until it is
+// acknowledged or its partition fenced (parkWrite); a parked copy fitted
+// to its park topic's max.message.bytes, or written as a stub and logged
+// when it cannot fit (fit, logStub;
+// https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits); a
+// failing write shown in PartitionStats, Health and the log, like a
+// failing dead-letter write.
 
 // parkWriteFails are the park writes of one partition failing now (a
 // parked copy or a marker, each retried by parkWrite until it succeeds or
@@ -100,4 +110,58 @@ func (c *Consumer) parkWriteRecovered(p *partition, rec *kgo.Record, id uint64) 
 	p.parkWrites.ended(id)
 	c.log().Info().Str("topic", p.key.topic).Int32("partition", p.key.partition).Str("park_topic", rec.Topic).
 		Msg("park: write to the park topic succeeded after failures")
+}
+
+// parkWrite writes rec until acknowledged, or until p is fenced (false).
+// A failing write shows in Stats, Health and the log (parkWriteFailed); a
+// parked copy refused as too large is written as its stub instead.
+func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = c.cfg.Retry.InitialInterval, c.cfg.Retry.MaxInterval, 0
+	var failing uint64 // this write among p's failing park writes; 0 while it has not failed
+	defer func() { p.parkWrites.ended(failing) }()
+	for {
+		ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
+		off, err := c.park.write(ctx, rec)
+		cancel()
+		if err == nil {
+			if failing != 0 {
+				c.parkWriteRecovered(p, rec, failing)
+			}
+			return off, true
+		}
+		if p.isFenced() {
+			return 0, false
+		}
+		if stub := parkwire.StubFor(rec, err); stub != nil {
+			c.logStub(rec, 0, 0, err)
+			rec = stub
+			continue
+		}
+		failing = c.parkWriteFailed(p, rec, failing, err)
+		if !p.waitRetry(parkSeq, bo.NextBackOff()) {
+			return 0, false
+		}
+	}
+}
+
+// fit returns park copy cp as it is to be written under its park topic's
+// limit (parkwire.Fit), with its size bound and that limit.
+func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit int) {
+	limit = io.limits.Limit(cp.Topic)
+	rec, stub, size = parkwire.Fit(cp, limit)
+	return rec, stub, size, limit
+}
+
+// logStub warns that park copy cp is written as a stub.
+func (c *Consumer) logStub(cp *kgo.Record, size, limit int, cause error) {
+	ev := c.log().Warn().Str("topic", string(parkwire.Value(cp, parkwire.HeaderTopic))).
+		Str("partition", string(parkwire.Value(cp, parkwire.HeaderPartition))).Str("offset", string(parkwire.Value(cp, parkwire.HeaderOffset))).
+		Str("session", string(parkwire.Value(cp, parkwire.HeaderSession))).Str("park_topic", cp.Topic)
+	if cause != nil {
+		ev = ev.AnErr("cause", cause)
+	} else {
+		ev = ev.Int("copy_bytes", size).Int("park_max_message_bytes", limit)
+	}
+	ev.Msg("park: record too large for its park topic: parked as a stub (its key and provenance, without its value and headers); its retry reads it from its source partition, so keep the source topic's retention longer than the park delays plus an outage, or raise the park topic's max.message.bytes to park such records whole")
 }
