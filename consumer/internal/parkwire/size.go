@@ -1,13 +1,9 @@
 package parkwire
 
 import (
-	"errors"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/lanesdev/lanes/consumer/internal/clip"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,12 +14,6 @@ import (
 // (Limits); a copy is built to fit it (Fit): its lanes-park-reason is cut
 // when that is enough, and a copy that still does not fit is parked as a
 // stub, read back from its source partition when it is retried.
-
-// HeaderStub marks a stub: a parked copy of a record too large for its
-// park topic, with the record's key and the lanes-park-* provenance but
-// neither its value nor its own headers. Its retry reads the record from
-// its source partition at its source offset.
-const HeaderStub = "lanes-park-stub"
 
 // A conservative bound of what a record batch holding one record adds to
 // the record's key, value and headers, as a broker measures it against
@@ -131,42 +121,4 @@ func Fit(cp *kgo.Record, limit int) (rec *kgo.Record, stub bool, size int) {
 		}
 	}
 	return StubOf(cp), true, size
-}
-
-// StubOf is the stub of park copy cp: its key and lanes-park-* headers,
-// marked with HeaderStub.
-func StubOf(cp *kgo.Record) *kgo.Record {
-	h := make([]kgo.RecordHeader, 0, 16)
-	for _, x := range cp.Headers {
-		if strings.HasPrefix(x.Key, "lanes-park-") {
-			h = append(h, x)
-		}
-	}
-	h = append(h, kgo.RecordHeader{Key: HeaderStub, Value: []byte("1")})
-	return &kgo.Record{Topic: cp.Topic, Partition: cp.Partition, Key: cp.Key, Headers: h}
-}
-
-// IsStub reports whether park entry r is a stub.
-func IsStub(r *kgo.Record) bool { return string(Value(r, HeaderStub)) == "1" }
-
-// StubFor returns the stub to write instead of park copy rec, whose write
-// failed with err, when err says it is too large (franz-go's own check, or
-// the broker's: a park topic whose limit was lowered after the client took
-// it); nil otherwise.
-func StubFor(rec *kgo.Record, err error) *kgo.Record {
-	if !errors.Is(err, kerr.MessageTooLarge) || string(Value(rec, HeaderKind)) != "record" || IsStub(rec) {
-		return nil
-	}
-	return StubOf(rec)
-}
-
-// Attempts is the number of failed attempts park entry r's record had
-// in its lane before it was parked (0 for one forwarded behind its parked
-// session, or when r does not say).
-func Attempts(r *kgo.Record) int {
-	n, err := strconv.Atoi(string(Value(r, HeaderAttempts)))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
