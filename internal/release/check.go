@@ -145,6 +145,11 @@ func installCLI(ctx context.Context, work string, env []string, cli, version str
 	if _, err := runStep(ctx, work, env, []string{"go", "install", lab + "@" + version}); err != nil {
 		return err
 	}
+	for _, m := range labModules { // lanes-lab builds them: the look above was in the right place
+		if got, _ := filepath.Glob(filepath.Join(cache, filepath.FromSlash(m)+"@*")); len(got) == 0 {
+			return fmt.Errorf("go install %s@%s: %s not in the module cache %s, where the check above looked for it", lab, version, m, cache)
+		}
+	}
 	out, err = runStep(ctx, work, env, []string{filepath.Join(bin, "lanes-lab"), "-h"})
 	if err != nil {
 		return err
