@@ -115,16 +115,18 @@ release:
 ## from its tag in a module-proxy folder, and outside the workspace: go
 ## get, build and run a program that uses consumer, producer, lanestest and
 ## codec (JSON) and check it builds no protobuf, Avro or registry package;
-## go install the CLI and run lanes version ("go install ok"); follow
+## go install the CLI and run lanes version ("go install ok"), check that
+## it downloaded none of lanes-lab's modules, go install lanes-lab and run
+## lanes-lab -h; follow
 ## docs/tutorial.md in a module of its own: its go commands and files,
 ## lanes broker, the program typed its input block and printing its output
 ## block ("tutorial ok")
 release-check:
 	cd internal/release && $(GO) run . check -root ../.. $(if $(VERSION),-version $(VERSION))
 
-## demo: the chat demo on the embedded broker
+## demo: the chat demo on the embedded broker (lanes-lab demo)
 demo:
-	$(GO) run ./cmd/lanes demo
+	$(GO) run ./cmd/lanes/lanes-lab demo
 
 fmt:
 	gofmt -w $(MODULES)

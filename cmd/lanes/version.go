@@ -13,11 +13,16 @@ import (
 // binary was built from ("(devel)" for a build from a checkout) and the Go
 // version that built it.
 func version() string {
-	v := "(devel)"
+	return fmt.Sprintf("lanes %s (%s %s/%s)", moduleVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// moduleVersion is the version of the module the binary was built from:
+// "v0.2.0", or "(devel)" for a build from a checkout.
+func moduleVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
+		return bi.Main.Version
 	}
-	return fmt.Sprintf("lanes %s (%s %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return "(devel)"
 }
 
 // versionHelp is "lanes version -h".

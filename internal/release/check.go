@@ -19,8 +19,11 @@ import (
 // runs it: one message sent and handled on the embedded broker, a JSON
 // payload decoded by codec.Typed; and checks that the program builds no
 // protobuf, Avro or schema-registry package. It installs the command line
-// with `go install .../cmd/lanes@version` and runs `lanes version`. Last
-// it follows docs/tutorial.md in a module of its own (followTutorial).
+// with `go install .../cmd/lanes@version` and runs `lanes version`, checks
+// that installing it extracted none of the demo's and the bench's modules
+// (lanes-lab's), then installs `.../cmd/lanes/lanes-lab@version` and runs
+// `lanes-lab -h`. Last it follows docs/tutorial.md in a module of its own
+// (followTutorial).
 func check(ctx context.Context, root, version string, keep bool) error {
 	work, err := os.MkdirTemp("", "lanes-release-check-")
 	if err != nil {
@@ -113,7 +116,10 @@ func codecFree(deps string) error {
 
 // installCLI installs the command line as a user would, `go install
 // <cli>@version` outside any module, and runs `lanes version`, which must
-// name version.
+// name version; checks that the module cache holds none of labModules
+// (module graph pruning: lanes builds no package of theirs, so the go
+// command downloads their go.mod at most); then installs lanes-lab, the
+// demo's and the bench's program, and runs `lanes-lab -h`.
 func installCLI(ctx context.Context, work string, env []string, cli, version string) error {
 	bin := filepath.Join(work, "bin")
 	env = setEnv(env, "GOBIN="+bin, "GOFLAGS=-modcacherw") // go install pkg@version takes no -mod
@@ -128,8 +134,37 @@ func installCLI(ctx context.Context, work string, env []string, cli, version str
 		return fmt.Errorf("lanes version printed %q, want it to name %s", strings.TrimSpace(out), version)
 	}
 	fmt.Printf("go install ok: %s@%s installed; lanes version: %s\n", cli, version, strings.TrimSpace(out))
+	cache := filepath.Join(work, "modcache")
+	for _, m := range labModules {
+		if got, _ := filepath.Glob(filepath.Join(cache, filepath.FromSlash(m)+"@*")); len(got) > 0 {
+			return fmt.Errorf("go install %s@%s downloaded %s (%s): only lanes-lab needs it", cli, version, m, got[0])
+		}
+	}
+	fmt.Printf("go install ok: none of %s downloaded for lanes\n", strings.Join(labModules, ", "))
+	lab := cli + "/lanes-lab"
+	if _, err := runStep(ctx, work, env, []string{"go", "install", lab + "@" + version}); err != nil {
+		return err
+	}
+	for _, m := range labModules { // lanes-lab builds them: the look above was in the right place
+		if got, _ := filepath.Glob(filepath.Join(cache, filepath.FromSlash(m)+"@*")); len(got) == 0 {
+			return fmt.Errorf("go install %s@%s: %s not in the module cache %s, where the check above looked for it", lab, version, m, cache)
+		}
+	}
+	out, err = runStep(ctx, work, env, []string{filepath.Join(bin, "lanes-lab"), "-h"})
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(out, "Usage: lanes-lab ") || !strings.Contains(out, "demo") || !strings.Contains(out, "bench") {
+		return fmt.Errorf("lanes-lab -h printed %q, want its usage with demo and bench", strings.TrimSpace(out))
+	}
+	fmt.Printf("go install ok: %s@%s installed; lanes-lab -h lists demo and bench\n", lab, version)
 	return nil
 }
+
+// labModules are modules only lanes-lab (the demo and the bench) builds
+// packages of: gonum plot, the dedup stores' clients, the OpenTelemetry
+// SDK.
+var labModules = []string{"gonum.org/v1/plot", "github.com/jackc/pgx/v5", "github.com/redis/go-redis/v9", "go.opentelemetry.io/otel/sdk"}
 
 // runStep runs one command of the check in dir, echoing it and its output.
 func runStep(ctx context.Context, dir string, env, s []string) (string, error) {

@@ -163,6 +163,9 @@ func TestReadmeVersion(t *testing.T) {
 	if !strings.Contains(string(readme), "cmd/lanes@"+v) {
 		t.Errorf("README.md does not show go install github.com/lanesdev/lanes/cmd/lanes@%s", v)
 	}
+	if !strings.Contains(string(readme), "cmd/lanes/lanes-lab@"+v) {
+		t.Errorf("README.md does not show go install github.com/lanesdev/lanes/cmd/lanes/lanes-lab@%s", v)
+	}
 }
 
 func TestCodecFree(t *testing.T) {

@@ -39,8 +39,9 @@ type benchConfig struct {
 // bench runs the default suite.
 var workloadFlags = []string{"mode", "sessions", "skew", "work", "messages", "rate", "duration", "transient", "retry-wait"}
 
-// help is "lanes bench -h".
+// help is "lanes-lab bench -h".
 var help = cli.Help{
+	Prog: "lanes-lab",
 	Name: "bench",
 	Args: "[flags]",
 	About: "Compares lanes with raw franz-go polling, one goroutine per partition and a key-hash worker pool, in " +
@@ -63,7 +64,7 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of the table")
 	fs.StringVar(&c.plots, "plots", "", "write PNG plots into `DIR`")
-	fs.StringVar(&c.docs, "docs", "", "regenerate the lanes bench section of this Markdown `FILE` (plots beside it, in bench/)")
+	fs.StringVar(&c.docs, "docs", "", "regenerate the lanes-lab bench section of this Markdown `FILE` (plots beside it, in bench/)")
 	mode := fs.String("mode", "closed", "the `MODE`: closed (a preloaded backlog) or open (a fixed send rate)")
 	sessions := fs.Int("sessions", 1000, "sessions (keys)")
 	skew := fs.String("skew", "uniform", "the key `SKEW`: uniform, or zipf:S with S > 1")
@@ -287,7 +288,7 @@ func (b *bench) runRounds(ctx context.Context) ([][]Result, error) {
 	return rounds, nil
 }
 
-// Run runs "lanes bench": every workload through every consumer, in one process, on
+// Run runs "lanes-lab bench": every workload through every consumer, in one process, on
 // one broker, and reports them side by side.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if IsMember() {

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// runJSON runs lanes bench with args and --json and decodes its report
+// runJSON runs lanes-lab bench with args and --json and decodes its report
 // into a T; stdout and stderr come back too, for the test's messages.
 func runJSON[T any](t *testing.T, args ...string) (rep T, out, errOut string) {
 	t.Helper()
@@ -35,7 +35,7 @@ func runJSON[T any](t *testing.T, args ...string) (rep T, out, errOut string) {
 	return rep, o.String(), e.String()
 }
 
-// TestBenchSmall runs lanes bench end to end on the embedded broker with a
+// TestBenchSmall runs lanes-lab bench end to end on the embedded broker with a
 // tiny closed and open workload; no timing is asserted, only that every
 // consumer ran and kept order.
 func TestBenchSmall(t *testing.T) {
@@ -72,7 +72,7 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("lanes on %s: no ratio to the ceiling", r.Workload)
 		}
 	}
-	for _, s := range []string{"kept", docsBegin, docsEnd, "| lanes |", "| ceiling |", "÷ ceiling", "bench/throughput.png", "lanes bench --sessions 40"} {
+	for _, s := range []string{"kept", docsBegin, docsEnd, "| lanes |", "| ceiling |", "÷ ceiling", "bench/throughput.png", "lanes-lab bench --sessions 40"} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("docs lack %q:\n%s", s, md)
 		}

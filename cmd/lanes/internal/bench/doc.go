@@ -1,4 +1,4 @@
-// Package bench is "lanes bench": lanes against raw franz-go polling, one
+// Package bench is "lanes-lab bench": lanes against raw franz-go polling, one
 // goroutine per partition and a key-hash worker pool, in one run, on closed
 // (preloaded backlog) and open (fixed send rate) workloads. bench.go parses
 // the flags and runs the suite, workload.go defines the workloads,

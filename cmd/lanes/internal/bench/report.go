@@ -16,7 +16,7 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 )
 
-// benchReport is what a lanes bench run found, with where and how it ran.
+// benchReport is what a lanes-lab bench run found, with where and how it ran.
 type benchReport struct {
 	Machine string        `json:"machine"`
 	Command string        `json:"command"`
@@ -95,7 +95,7 @@ func (t target) format(v float64) string { return fmt.Sprintf(t.verb, v) }
 // its ratios not yet set): with one round as they are, with several the
 // medians (see medianOf and medianTargets).
 func newBenchReport(cfg benchConfig, where string, rounds [][]Result, elapsed time.Duration) *benchReport {
-	r := &benchReport{Machine: machine(), Command: strings.TrimSpace("lanes bench " + strings.Join(cfg.args, " ")),
+	r := &benchReport{Machine: machine(), Command: strings.TrimSpace("lanes-lab bench " + strings.Join(cfg.args, " ")),
 		Broker: where, Elapsed: elapsed, Rounds: len(rounds), Workloads: cfg.workloads}
 	var ts [][]target
 	for _, rs := range rounds {
@@ -200,7 +200,7 @@ func (r *benchReport) targets() []target {
 
 // print writes the table, one row per consumer and workload.
 func (r *benchReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench: %s; %s\n", r.Broker, r.Machine)
+	fmt.Fprintf(w, "lanes-lab bench: %s; %s\n", r.Broker, r.Machine)
 	if note := r.roundsNote(); note != "" {
 		fmt.Fprintln(w, note)
 	}

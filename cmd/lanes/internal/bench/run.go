@@ -14,7 +14,7 @@ import (
 	"github.com/lanesdev/lanes/lanestest"
 )
 
-// bench is one lanes bench invocation: its broker and settings.
+// bench is one lanes-lab bench invocation: its broker and settings.
 type bench struct {
 	cfg     benchConfig
 	broker  *lanestest.Broker

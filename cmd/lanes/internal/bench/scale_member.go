@@ -37,7 +37,7 @@ func IsMember() bool { return os.Getenv(envMember) != "" }
 // input closes; it returns the exit code.
 func MemberMain(stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := runMember(stdin, stdout); err != nil {
-		fmt.Fprintln(stderr, "lanes bench member:", err)
+		fmt.Fprintln(stderr, "lanes-lab bench member:", err)
 		return 1
 	}
 	return 0

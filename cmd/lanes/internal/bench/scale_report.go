@@ -27,7 +27,7 @@ type scaleReport struct {
 }
 
 func (r scaleReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench --scale: one group grown through %s of member processes; %s, %s, "+
+	fmt.Fprintf(w, "lanes-lab bench --scale: one group grown through %s of member processes; %s, %s, "+
 		"a %v call per message, at most %s at once per member; %s\n\n",
 		cli.Count(len(r.Steps), "count"), cli.Count(r.Sessions, "session"), cli.Count(r.Partitions, "partition"), r.Work,
 		cli.Count(r.Pool, "call"), r.Where)

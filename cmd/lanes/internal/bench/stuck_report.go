@@ -94,7 +94,7 @@ const (
 )
 
 func (r stuckReport) print(w io.Writer) {
-	fmt.Fprintf(w, "lanes bench --stuck %s: %s, %d stuck for %v; %d msg/s for %v, work %v, %s, %s\n",
+	fmt.Fprintf(w, "lanes-lab bench --stuck %s: %s, %d stuck for %v; %d msg/s for %v, work %v, %s, %s\n",
 		r.Spec, cli.Count(r.Sessions, "session"), r.Stuck, r.StuckFor, r.Rate, r.Duration, r.Work, cli.Count(r.Partitions, "partition"), r.Where)
 	if r.Rounds > 1 {
 		fmt.Fprintf(w, "medians of %d rounds (each ratio taken within its round); peaks are the highest, counts the sums\n", r.Rounds)

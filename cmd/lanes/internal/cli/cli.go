@@ -1,7 +1,9 @@
-// Package cli holds what the lanes commands share: their help format and
-// flag parsing (Help, Parse), counts in words (Count), the TLS and SASL
-// flags that connect them to a real cluster, and small terminal and
-// environment helpers.
+// Package cli holds what the commands of lanes and lanes-lab share: the
+// programs' main function and exit status (Main, ExitCode), the help
+// format and flag parsing (Help, Parse), counts in words (Count), the TLS
+// and SASL flags that connect them to a real cluster, and small terminal
+// and environment helpers. Package clitest checks a program's helps and
+// the docs' commands against them.
 package cli
 
 import (

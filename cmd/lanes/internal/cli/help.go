@@ -16,10 +16,10 @@ const DocsURL = "https://github.com/lanesdev/lanes/blob/main/docs/"
 // width is the column help text is wrapped at.
 const width = 80
 
-// Help is a command's help. "lanes -h" and every "lanes <command> -h"
-// print theirs in one format (Print):
+// Help is a command's help. "lanes -h", "lanes-lab -h" and every
+// "<prog> <command> -h" print theirs in one format (Print):
 //
-//	Usage: lanes <name> <args>
+//	Usage: <prog> <name> <args>
 //
 //	<about: one paragraph, wrapped>
 //
@@ -39,7 +39,8 @@ const width = 80
 // Flags are written with two dashes, as the docs write them (the flag
 // package takes one or two).
 type Help struct {
-	Name     string    // the command after "lanes ": "dlq inspect"; "" for lanes itself
+	Prog     string    // the program: "lanes-lab"; "" for lanes
+	Name     string    // the command after the program's name: "dlq inspect"; "" for the program itself
 	Args     string    // what follows the name in the usage line: "--brokers host:port --topic DLQ [flags]"
 	About    string    // what the command does: one paragraph, wrapped when printed
 	Commands []Command // the subcommands of a command that has them
@@ -49,12 +50,20 @@ type Help struct {
 // Command is one subcommand a Help lists.
 type Command struct{ Name, About string }
 
+// Program is the name of the program h is a command of: Prog, or "lanes".
+func (h Help) Program() string {
+	if h.Prog == "" {
+		return "lanes"
+	}
+	return h.Prog
+}
+
 // FlagSet returns an empty flag set for the command, named h.Name.
 func (h Help) FlagSet() *flag.FlagSet { return flag.NewFlagSet(h.Name, flag.ContinueOnError) }
 
 // Print writes h to w, with the flags of fs (nil for none).
 func (h Help) Print(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: %s\n\n", strings.Join(nonEmpty("lanes", h.Name, h.Args), " "))
+	fmt.Fprintf(w, "Usage: %s\n\n", strings.Join(nonEmpty(h.Program(), h.Name, h.Args), " "))
 	fmt.Fprintln(w, wrap(h.About, "", width))
 	if len(h.Commands) > 0 {
 		fmt.Fprint(w, "\nCommands:\n")
@@ -65,7 +74,7 @@ func (h Help) Print(w io.Writer, fs *flag.FlagSet) {
 		for _, c := range h.Commands {
 			fmt.Fprintf(w, "  %-*s  %s\n", n, c.Name, c.About)
 		}
-		fmt.Fprintf(w, "\nRun %q for a command's flags.\n", strings.Join(nonEmpty("lanes", h.Name, "<command> -h"), " "))
+		fmt.Fprintf(w, "\nRun %q for a command's flags.\n", strings.Join(nonEmpty(h.Program(), h.Name, "<command> -h"), " "))
 	}
 	if fs != nil {
 		var general, security []*flag.Flag
@@ -135,9 +144,9 @@ func Parse(fs *flag.FlagSet, h Help, args []string, stdout io.Writer) error {
 		h.Print(stdout, fs)
 		return err
 	case err != nil:
-		return fmt.Errorf("%s (%s lists the flags)", twoDashes(err.Error()), strings.Join(nonEmpty("lanes", h.Name, "-h"), " "))
+		return fmt.Errorf("%s (%s lists the flags)", twoDashes(err.Error()), strings.Join(nonEmpty(h.Program(), h.Name, "-h"), " "))
 	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q: %s takes only flags", fs.Arg(0), strings.Join(nonEmpty("lanes", h.Name), " "))
+		return fmt.Errorf("unexpected argument %q: %s takes only flags", fs.Arg(0), strings.Join(nonEmpty(h.Program(), h.Name), " "))
 	}
 	return nil
 }

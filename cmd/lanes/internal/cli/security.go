@@ -19,8 +19,8 @@ import (
 )
 
 // Security is the TLS and SASL settings shared by every command that talks
-// to a real cluster (demo, bench, dlq); ClientOpts turns them into franz-go
-// options, the same ones docs/security.md shows.
+// to a real cluster (lanes-lab demo and bench, lanes dlq); ClientOpts turns
+// them into franz-go options, the same ones docs/security.md shows.
 type Security struct {
 	tls           bool
 	tlsCA         string

@@ -37,8 +37,9 @@ type demoConfig struct {
 	opts        []kgo.Opt // TLS, SASL (--tls-*, --sasl-*)
 }
 
-// help is "lanes demo -h".
+// help is "lanes-lab demo -h".
 var help = cli.Help{
+	Prog: "lanes-lab",
 	Name: "demo",
 	Args: "[flags]",
 	About: "Runs a chat service end to end: a producer sends conversations over many sessions while a lanes " +
@@ -119,7 +120,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 	brokers := broker.Addrs()
 	dlq := topic + "-dlq"
-	fmt.Fprintf(stdout, "lanes demo: %s, %s, %s, %s\n",
+	fmt.Fprintf(stdout, "lanes-lab demo: %s, %s, %s, %s\n",
 		cli.Count(cfg.sessions, "session"), cli.Count(cfg.messages, "message"), cli.Count(cfg.partitions, "partition"), where)
 	fmt.Fprintf(stdout, "faults: %.1f%% transient per attempt, %.2f%% permanent per message; handler work %v\n\n",
 		cfg.transient*100, cfg.permanent*100, cfg.work)

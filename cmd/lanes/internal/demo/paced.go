@@ -12,7 +12,7 @@ import (
 
 // pacedPhase runs the demo's second phase: the lanes consumer on a fresh
 // topic while messages are sent at a fixed rate well below its capacity
-// (the open mode of lanes bench), so the latency is the pipeline's own and
+// (the open mode of lanes-lab bench), so the latency is the pipeline's own and
 // not time spent waiting in a backlog.
 func pacedPhase(ctx context.Context, broker *lanestest.Broker, cfg demoConfig, topic string, stderr io.Writer) (bench.Result, error) {
 	return bench.RunPaced(ctx, broker, bench.Paced{Sessions: cfg.sessions, Partitions: cfg.partitions, Rate: cfg.pacedRate,
