@@ -148,3 +148,13 @@ func compactPartitions(ps map[string][]int32) string {
 	}
 	return b.String()
 }
+
+// shellWord is s as a POSIX shell reads it back as one word, for a
+// command a log line tells the operator to run: as it is when it needs
+// no quoting, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
 // The rebuild of a partition's parked set when it is assigned
@@ -286,28 +287,35 @@ func parkUnread(parts []*partition) {
 
 // warnParkOff tells, for parts, partitions with parking off whose group
 // commit holds a park section (kept in their commits), whether sessions
-// may be parked there: it lists the end of each one's park partition (in
-// the park topic Config.Park.TopicSuffix names, .park by default) and
-// warns when the end is past the kept position, or cannot be read. With
-// nothing past the position nothing is parked for the group: a debug line
-// only. Entries past it may be another group's on the same park topic,
-// which only reading them would tell (lanes park inspect does): the
-// warning says "may".
+// may be parked there. Parking off, the park topic is T + .park (Park
+// fields are refused while it is off); it lists that topic's ID and the
+// end of each one's park partition, and warns when the topic is not the
+// one the kept position is of (the IDs differ or are unknown: a park
+// suffix of the group's own, or the park topic made again), when the end
+// is past the kept position, or when either cannot be read. With the same
+// park topic and nothing past the position nothing is parked for the
+// group: a debug line only. Entries past it may be another group's on the
+// same park topic, which only reading them would tell (lanes park inspect
+// does): the warning says "may". It only logs, so its requests get a
+// short bound of their own (parkOffCheckTimeout within ctx); callers run
+// it after what they must not delay (the start positions of an
+// assignment) and outside commitMu.
 func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*partition) {
 	if len(parts) == 0 {
 		return
 	}
-	suffix := c.cfg.Park.TopicSuffix
-	if suffix == "" {
-		suffix = DefaultParkTopicSuffix
-	}
+	suffix := DefaultParkTopicSuffix
 	var parks []string
 	for _, p := range parts {
 		if t := p.key.topic + suffix; !slices.Contains(parks, t) {
 			parks = append(parks, t)
 		}
 	}
-	ends, listErr := kadm.NewClient(cl).ListEndOffsets(ctx, parks...)
+	ctx, cancel := context.WithTimeout(ctx, parkOffCheckTimeout(c.cfg.CommitTimeout))
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	tds, idErr := adm.ListTopics(ctx, parks...)
+	ends, listErr := adm.ListEndOffsets(ctx, parks...)
 	for _, p := range parts {
 		p.mu.Lock()
 		_, pc, _ := splitParkMeta(p.parkKept)
@@ -328,17 +336,27 @@ func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*par
 				end = o.Offset
 			}
 		}
-		inspect := "lanes park inspect --brokers " + strings.Join(c.cfg.Brokers, ",") + " --group " + c.cfg.Group + " --topic " + k.topic
-		if suffix != DefaultParkTopicSuffix {
-			inspect += " --suffix " + suffix
+		inspect := "lanes park inspect --brokers " + shellWord(strings.Join(c.cfg.Brokers, ",")) + " --group " + shellWord(c.cfg.Group) +
+			" --topic " + shellWord(k.topic)
+		listedID := ""
+		if idErr == nil {
+			listedID = idOf(tds[park])
 		}
 		ev := c.log().Warn()
 		switch {
+		case err == nil && (pc.ids.park == "" || listedID != pc.ids.park):
+			ev.Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
+				Int64("park_position", pc.pos).Str("committed_park_topic_id", pc.ids.park).Str("park_topic_id", listedID).
+				Msg("assign: parking is off, but the group's commit holds a park position of another park topic than " + park +
+					" (a park suffix of the group's own, or the park topic made again; or the IDs could not be read): sessions may be " +
+					"parked there, and records parked stay there, not handled, while their sessions' later records are. Turn parking " +
+					"back on (Config.Park.Enabled, with the group's Park.TopicSuffix) to retry them in order, or list them with " +
+					inspect + " --suffix SUFFIX; the position is kept in this member's commits meanwhile")
 		case err != nil:
 			ev.Err(err).Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
 				Int64("park_position", pc.pos).
 				Msg("assign: parking is off, but the group's commit holds a park position and the park partition's end could not be read: " +
-					"sessions may be parked there (a wrong Config.Park.TopicSuffix names another park topic), and records parked stay there, " +
+					"sessions may be parked there (or in a park topic of a suffix of the group's own: lanes park inspect --suffix lists it), and records parked stay there, " +
 					"not handled, while their sessions' later records are. Turn parking back on (Config.Park.Enabled) to retry them in order, " +
 					"or list them with " + inspect + "; the position is kept in this member's commits meanwhile")
 		case end > pc.pos:
@@ -357,12 +375,16 @@ func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*par
 	}
 }
 
+// parkOffCheckTimeout bounds warnParkOff's requests: a quarter of the
+// commit timeout, at most 2 s.
+func parkOffCheckTimeout(commit time.Duration) time.Duration { return min(commit/4, 2*time.Second) }
+
 // keepParkSections reads, for partitions of parts with parking off whose
 // group commit could not be read at assignment, that commit's park
 // section: their commits keep it (partition.parkKept). Until it is read
-// they commit nothing.
-func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) {
-	var kept []*partition
+// they commit nothing. It returns those whose section it kept, for
+// warnParkOff once commitMu is released.
+func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) (kept []*partition) {
 	for _, p := range parts {
 		p.mu.Lock()
 		unread := p.pk == nil && p.parkOffUnread
@@ -380,5 +402,5 @@ func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) {
 			kept = append(kept, p)
 		}
 	}
-	c.warnParkOff(ctx, c.client, kept)
+	return kept
 }

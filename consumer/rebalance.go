@@ -90,8 +90,8 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 			p.resume(r.At, nil, "")
 		}
 	}
-	c.warnParkOff(cctx, cl, kept)
 	c.startPositions(cctx, adm, fresh)
+	c.warnParkOff(cctx, cl, kept) // after the start positions: it only logs
 }
 
 // startPositions lists, for partitions the group has no commit for, the
