@@ -45,7 +45,7 @@ const (
 )
 
 // maxErrorHeader bounds the lanes-dlq-error header.
-const maxErrorHeader = 1024
+const maxErrorHeader = clip.MaxError
 
 // Kafka's default max.message.bytes, the DLQ limit when the topic's own
 // cannot be read; recordOverhead is a generous bound on what a record batch

@@ -4,6 +4,10 @@ package clip
 
 import "unicode/utf8"
 
+// MaxError bounds the error text a lanes header carries (lanes-dlq-error,
+// lanes-park-reason).
+const MaxError = 1024
+
 // UTF8 returns s cut to at most n bytes, at a rune boundary.
 func UTF8(s string, n int) string {
 	if len(s) <= n {

@@ -48,7 +48,7 @@ const Prefix = "lanes-park-"
 
 // MaxReason bounds the lanes-park-reason header, as the dead-letter
 // topic's lanes-dlq-error is bounded.
-const MaxReason = 1024
+const MaxReason = clip.MaxError
 
 var kindNames = map[parkset.Kind]string{parkset.KindRecord: "record", parkset.KindDone: "done", parkset.KindHold: "hold",
 	parkset.KindFence: "fence", parkset.KindAttempt: "attempt", parkset.KindRelease: "release"}
@@ -240,7 +240,7 @@ const HeaderStub = "lanes-park-stub"
 func StubOf(cp *kgo.Record) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, 16)
 	for _, x := range cp.Headers {
-		if strings.HasPrefix(x.Key, "lanes-park-") {
+		if strings.HasPrefix(x.Key, Prefix) {
 			h = append(h, x)
 		}
 	}

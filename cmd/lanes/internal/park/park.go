@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
@@ -151,6 +153,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		inspected = append(inspected, t)
 	}
 	fmt.Fprintln(stdout, summary(*group, sessions, records, inspected, unparked))
+	if len(inspected) == 0 && len(unparked) > 0 {
+		return fmt.Errorf("park inspect: brokers %s, group %s: none of its topics has a park topic of suffix %s: "+
+			"name the group's park suffix with --suffix (or the group does not park)", *brokers, *group, *suffix)
+	}
 	return nil
 }
 
@@ -195,8 +201,17 @@ func releaseCommand(brokers, group, suffix string, fs *flag.FlagSet) func(topic,
 		tail += " --" + f.Name + " " + shellQuote(f.Value.String())
 	})
 	head := "lanes park release --brokers " + shellQuote(brokers) + " --group " + shellQuote(group)
+	note := ""
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "sasl-password":
+			note = " # set $LANES_SASL_PASSWORD first"
+		case "sasl-token":
+			note = " # set $LANES_SASL_TOKEN first"
+		}
+	})
 	return func(topic, session string) string {
-		return head + " --topic " + shellQuote(topic) + " --session " + shellQuote(session) + tail
+		return head + " --topic " + shellQuote(topic) + " --session " + shellQuote(session) + tail + note
 	}
 }
 
@@ -207,6 +222,20 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printable reports whether s is valid UTF-8 with every rune printable
+// (spaces included): safe to print raw on a terminal.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r != ' ' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // line is one parked session as inspect lists it; release is the command
@@ -220,8 +249,11 @@ func line(p consumer.ParkedSession, release func(topic, session string) string, 
 	state := "waiting"
 	if p.Held {
 		how := release(p.Topic, p.Session)
-		if strings.ContainsRune(p.Session, 0) {
+		switch {
+		case strings.ContainsRune(p.Session, 0):
 			how = "with consumer.ReleaseHeld from Go (a session name with a NUL byte, such as a keyless lane's, cannot be passed on a command line)"
+		case !printable(p.Session):
+			how = "with consumer.ReleaseHeld from Go (a session name with control characters, quoted above, is not printed raw as a command: it could rewrite the terminal or the line pasted)"
 		}
 		state = fmt.Sprintf("held (source offset %d dead-lettered; release: %s)", p.HeldThrough, how)
 	}

@@ -119,6 +119,26 @@ func TestReleaseCommand(t *testing.T) {
 	if want := "release: with consumer.ReleaseHeld from Go (a session name with a NUL byte, such as a keyless lane's, cannot be passed on a command line)"; !strings.Contains(l, want) {
 		t.Errorf("keyless lane: %q\nwant it to contain %q", l, want)
 	}
+	// A key with control characters (a terminal escape, a carriage return
+	// that would hide what is pasted) is never printed raw.
+	for _, s := range []string{"a\x1b]0;pwned\x07b", "ok\rlanes park release --group other", "two\nlines", "bad\xffutf8"} {
+		l := line(consumer.ParkedSession{Topic: "chat", Session: s, Held: true, HeldThrough: 4, Offsets: []int64{5}},
+			releaseCommand("b:9092", "g", ".park", flag.NewFlagSet("inspect", flag.ContinueOnError)), false)
+		if strings.ContainsAny(l, "\x1b\r\n\x07") || strings.Contains(l, "\xff") || !strings.Contains(l, "release: with consumer.ReleaseHeld from Go") {
+			t.Errorf("session %q printed as %q: want it quoted and the Go way to release it", s, l)
+		}
+	}
+	// A password given as a flag is not printed; the command says where it reads it.
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	var sec cli.Security
+	sec.Register(fs)
+	if err := fs.Parse([]string{"--sasl-mechanism", "PLAIN", "--sasl-user", "ops", "--sasl-password", "secret"}); err != nil {
+		t.Fatal(err)
+	}
+	l = line(consumer.ParkedSession{Topic: "chat", Session: "bob", Held: true, HeldThrough: 4, Offsets: []int64{5}}, releaseCommand("b:9092", "g", ".park", fs), false)
+	if strings.Contains(l, "secret") || !strings.Contains(l, " # set $LANES_SASL_PASSWORD first)") {
+		t.Errorf("with --sasl-password: %q; want no password and a note to set $LANES_SASL_PASSWORD", l)
+	}
 }
 
 // TestInspectAllTopicsSkipsUnparked: inspect without --topic goes through
@@ -152,6 +172,13 @@ func TestInspectAllTopicsSkipsUnparked(t *testing.T) {
 		"0 sessions parked, 0 records (group g, topic chats; 2 topics without a park topic: audit, orders)\n"
 	if out.String() != want {
 		t.Errorf("inspect printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+
+	// A wrong suffix skips every topic: an error, not "0 sessions parked".
+	out.Reset()
+	err = Run(context.Background(), []string{"inspect", "--brokers", brokers, "--group", "g", "--suffix", ".parked", "--timeout", "30s"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "none of its topics has a park topic of suffix .parked") {
+		t.Errorf("inspect --suffix .parked: %v\n%s; want an error naming the suffix", err, out.String())
 	}
 
 	// Named with --topic, a missing park topic is an error that says so.
