@@ -10,7 +10,8 @@ VERSION ?=
 APPLY   ?=
 TESTFLAGS ?= -race -count=1 -timeout 20m
 # test-long: the tests make test's quick form (-short) skips or runs
-# smaller (longOnly, quickSize, protocolsFor in their packages), run at
+# smaller (longtest.Only and longtest.Size in the consumer module, longOnly and
+# quickSize in the others, protocolsFor), run at
 # full size by name. make test exports the list, and such a test it does
 # not name fails there, so nothing cut from the quick form leaves CI.
 LONG_MODULES := consumer integration cmd/lanes

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // outage is a dependency that goes down after `after` successful calls,
@@ -194,7 +196,7 @@ func admitted(c *Consumer) int64 {
 // failing dependency sees a probe per interval instead of every lane's
 // retries, fetching pauses, and every session still runs in order.
 func TestBreakerOutage(t *testing.T) {
-	longOnly(t, "the outage comparison")
+	longtest.Only(t, "the outage comparison")
 	off := runOutage(t, false, false)
 	on := runOutage(t, true, false)
 	t.Logf("without breaker: dead-lettered %d (retries-exhausted %d), failed attempts during the outage %d, first success %v and all done %v after it ended",
@@ -236,7 +238,7 @@ func produceAll(t *testing.T, e *env, sessions []string, from, to int) {
 // TestBreakerOutageBatch: the same outage under a batch handler with the
 // breaker: nothing dead-lettered, order kept, fetching paused while open.
 func TestBreakerOutageBatch(t *testing.T) {
-	longOnly(t, "the outage under a batch handler")
+	longtest.Only(t, "the outage under a batch handler")
 	on := runOutage(t, true, true)
 	t.Logf("batch with breaker: dead-lettered %d, failed attempts %d, opened %d, excused %d, all done %v after the end",
 		on.dlq, on.failedAttempts, on.opens, on.excused, on.allDone.Round(time.Millisecond))

@@ -7,9 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer"
 )
 
 // A chat service: two messages of one session, handled in order on an

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/eventid"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/lanesdev/lanes/eventid"
 )
 
 func TestMain(m *testing.M) {

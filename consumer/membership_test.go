@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // The group timings of the membership tests: a short session timeout, so a
@@ -50,7 +52,7 @@ func protocolsFor(t *testing.T, quick string) []groupProtocol {
 	t.Helper()
 	for _, p := range groupProtocols {
 		if p.name == quick {
-			return quickSize(t, groupProtocols, []groupProtocol{p})
+			return longtest.Size(t, groupProtocols, []groupProtocol{p})
 		}
 	}
 	t.Fatalf("no group protocol %q", quick)
@@ -187,7 +189,7 @@ func TestReadyAfterBrokerCloses(t *testing.T) {
 // It stays ready while its heartbeats are answered, past several session
 // timeouts.
 func TestReadyIdleMember(t *testing.T) {
-	longOnly(t, "ready past three session timeouts, under both protocols")
+	longtest.Only(t, "ready past three session timeouts, under both protocols")
 	for _, proto := range groupProtocols {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnv(t, 1)
@@ -303,7 +305,7 @@ func TestGroupErrorLogged(t *testing.T) {
 // restart is an assignment of nothing new); it stays not ready through
 // every restart, as long as no heartbeat is answered.
 func TestNotReadyWhileKIP848SessionRestarts(t *testing.T) {
-	longOnly(t, "not ready through two session restarts")
+	longtest.Only(t, "not ready through two session restarts")
 	e := newGroupEnv(t, 1)
 	var dead atomic.Bool
 	e.c.ControlKey(int16(kmsg.ConsumerGroupHeartbeat), func(kmsg.Request) (kmsg.Response, error, bool) {

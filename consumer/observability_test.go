@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
@@ -18,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lanesdev/lanes/tracing"
 )
 
 // TestProcessSpans: a record sent with a send span is processed in spans

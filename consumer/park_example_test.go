@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer"
 )
 
 // Parking: a session whose record keeps failing moves, with its later

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
 // TestParkCommitWaitsForPosition: a partition with parking whose

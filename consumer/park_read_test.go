@@ -13,11 +13,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )

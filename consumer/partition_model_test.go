@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/offsets"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // The partition's model-based test: random interleavings of fetch (with
@@ -358,7 +360,7 @@ func (m *partModel) check() {
 var modelStashed, modelDrained atomic.Int64
 
 func TestPartitionModel(t *testing.T) {
-	seeds, steps := quickSize(t, 400, 50), 400
+	seeds, steps := longtest.Size(t, 400, 50), 400
 	t.Cleanup(func() {
 		if modelStashed.Load() == 0 || modelDrained.Load() == 0 {
 			t.Errorf("the model stashed %d fetches and drained %d chunks: the stash went untested",

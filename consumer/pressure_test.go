@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // TestBackpressure: one session with a 1,000-message backlog on one

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lanesdev/lanes/consumer"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lanesdev/lanes/consumer"
 )
 
 // Create the dead-letter and park topics a service needs before it

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // The run queue's model-based test: random polls (records of random

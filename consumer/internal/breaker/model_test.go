@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 func boolN(b bool) int {
@@ -289,7 +291,7 @@ func (r *refBreaker) idle(now time.Time, waiters int64) (bool, ProbeID) {
 // their own late report), their late reports must judge nothing, and the
 // reference says when the next probe may start.
 func TestBreakerModel(t *testing.T) {
-	seeds := quickSize(t, uint64(200), 20)
+	seeds := longtest.Size(t, uint64(200), 20)
 	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, seed*7))
 		pol := Policy{

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // TestParkSetDifferential drives the parked set and its previous version
@@ -20,7 +22,7 @@ import (
 // epochs, re-deliveries below a floor).
 func TestParkSetDifferential(t *testing.T) {
 	const steps = 300
-	seeds := quickSize(t, 2000, 200)
+	seeds := longtest.Size(t, 2000, 200)
 	for seed := range uint64(seeds) {
 		d := newParkDiff(seed)
 		for i := range steps {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // The parked set's model-based test. A driver plays the lanes of one source
@@ -852,7 +854,7 @@ func slicesSort(s []string) {
 }
 
 func TestParkModel(t *testing.T) {
-	seeds := quickSize(t, 500, 100)
+	seeds := longtest.Size(t, 500, 100)
 	seen := map[string]int{}
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {

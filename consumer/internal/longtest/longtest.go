@@ -1,4 +1,14 @@
-package consumer
+// Package longtest is the quick and the full form of the consumer
+// module's tests. `make test` runs go test -short: a test cut from the
+// quick form skips there (Only) or runs a smaller size (Size). `make
+// test-long` runs those tests at full size, by name (LONG_TESTS in the
+// Makefile), and .ci/run runs both targets, so nothing cut from the quick
+// form leaves CI. A test that calls these must be named in LONG_TESTS:
+// make test exports the list as LANES_LONG_TESTS, and a test cut from the
+// quick form that the list does not name fails.
+//
+// Only tests import it.
+package longtest
 
 import (
 	"os"
@@ -7,16 +17,8 @@ import (
 	"testing"
 )
 
-// The suite has a quick form and a full one. `make test` runs go test
-// -short: a test cut from the quick form skips there (longOnly) or runs a
-// smaller size (quickSize). `make test-long` runs those tests at full size,
-// by name (LONG_TESTS in the Makefile), and .ci/run runs both targets, so
-// nothing cut from the quick form leaves CI. A test that calls these must
-// be named in LONG_TESTS: make test exports the list as LANES_LONG_TESTS,
-// and a test cut from the quick form that the list does not name fails.
-
-// longOnly skips t under -short; what says what the quick form leaves out.
-func longOnly(t *testing.T, what string) {
+// Only skips t under -short; what says what the quick form leaves out.
+func Only(t testing.TB, what string) {
 	t.Helper()
 	mustBeLong(t)
 	if testing.Short() {
@@ -24,8 +26,8 @@ func longOnly(t *testing.T, what string) {
 	}
 }
 
-// quickSize is full, or quick under -short.
-func quickSize[T any](t *testing.T, full, quick T) T {
+// Size is full, or quick under -short.
+func Size[T any](t testing.TB, full, quick T) T {
 	t.Helper()
 	mustBeLong(t)
 	if testing.Short() {
@@ -37,7 +39,7 @@ func quickSize[T any](t *testing.T, full, quick T) T {
 // mustBeLong fails t, cut from the quick form, when the Makefile's
 // LONG_TESTS (exported by make test as LANES_LONG_TESTS) does not name its
 // top-level test: make test-long would not run it at full size.
-func mustBeLong(t *testing.T) {
+func mustBeLong(t testing.TB) {
 	t.Helper()
 	list := os.Getenv("LANES_LONG_TESTS")
 	if list == "" {
