@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lanesdev/lanes/consumer/internal/longtest"
 )
 
 // A consumed topic deleted and made again while the consumer runs: an
@@ -26,8 +28,12 @@ import (
 // ready again after; the fetch errors and failed commits meanwhile are
 // logged at most once per logRepeatEvery. A dead-letter topic made again
 // (the restarted broker) takes the next dead-letter copy.
+//
+// The quick form (-short) runs the restarted broker only, which makes the
+// dead-letter topic again too (each takes about 11 s of session and
+// metadata timers); make test-long runs both.
 func TestTopicMadeAgain(t *testing.T) {
-	for _, how := range []string{"deleted and created", "broker restarted without its data"} {
+	for _, how := range longtest.Size(t, []string{"deleted and created", "broker restarted without its data"}, []string{"broker restarted without its data"}) {
 		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) { testTopicMadeAgain(t, how != "deleted and created") })
 	}
 }
