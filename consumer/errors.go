@@ -27,8 +27,10 @@ var (
 	// message names the brokers and the last dial error.
 	ErrUnreachable = errors.New("consumer: cannot reach brokers")
 	// ErrTopicMissing is wrapped by Ping's error when a consumed topic or
-	// the dead-letter topic does not exist, and by the error of a topic
-	// CreateTopics or CheckTopics found missing; the message names them.
+	// the dead-letter topic does not exist, by the error of a topic
+	// CreateTopics or CheckTopics found missing, and by InspectParked's
+	// and ReleaseHeld's when the park topic does not exist; the message
+	// names them.
 	ErrTopicMissing = errors.New("consumer: topic missing")
 	// ErrTopicUnfit is wrapped by the error of a topic that exists but
 	// does not fit its use (TopicWrong): a park topic whose partition
