@@ -41,8 +41,8 @@ func (c *Consumer) commitLoop(bg context.Context) {
 // so a revoke's final commit is never overtaken by an older periodic one,
 // and no commit covers a partition after its release.
 func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
-	var kept []*partition                                 // park sections kept: told once commitMu is released
-	defer func() { c.warnParkOff(ctx, c.client, kept) }() // runs after the unlock below (deferred later)
+	var kept []*partition                                           // park sections kept: told once commitMu is released
+	defer func() { c.warnParkOff(ctx, c.client, kept, "commit") }() // runs after the unlock below (deferred later)
 	c.own.commitMu.Lock()
 	defer c.own.commitMu.Unlock()
 	if c.crashed.Load() {

@@ -21,8 +21,8 @@ import (
 // the park topic the position is of (the group parked under a suffix of
 // its own: the commit names another park topic's ID), or the end cannot
 // be read (no park topic); each warning says what to do. With nothing
-// past the position in the park topic it names (nothing parked) it does
-// not warn. Either way the position stays in its commits.
+// past the position in the park topic it names, or in T.park when the
+// commit names no ID (nothing parked), it does not warn. Either way the position stays in its commits.
 func TestParkOffWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -33,6 +33,7 @@ func TestParkOffWarning(t *testing.T) {
 		wantMore []string
 	}{
 		{"nothing parked", []string{"chats", "chats.park", "dlq"}, 1, "chats.park", "", nil},
+		{"nothing parked, the commit naming no park topic ID (a broker that gives none)", []string{"chats", "chats.park", "dlq"}, 1, "", "", nil},
 		{"entries past the position", []string{"chats", "chats.park", "dlq"}, 3, "chats.park",
 			"has entries past the park position the group committed: sessions may be parked there",
 			[]string{"Turn parking back on (Config.Park.Enabled)", "lanes park inspect --brokers ", " --group g-park-off --topic chats;",

@@ -290,18 +290,25 @@ func parkUnread(parts []*partition) {
 // may be parked there. Parking off, the park topic is T + .park (Park
 // fields are refused while it is off); it lists that topic's ID and the
 // end of each one's park partition, and warns when the topic is not the
-// one the kept position is of (the IDs differ or are unknown: a park
+// one the kept position is of (both IDs known and different: a park
 // suffix of the group's own, or the park topic made again), when the end
 // is past the kept position, or when either cannot be read. With the same
-// park topic and nothing past the position nothing is parked for the
-// group: a debug line only. Entries past it may be another group's on the
+// park topic, or IDs unknown (a broker that gives none), and nothing past
+// the position nothing is parked for the group: a debug line only. Entries past it may be another group's on the
 // same park topic, which only reading them would tell (lanes park inspect
-// does): the warning says "may". It only logs, so its requests get a
-// short bound of their own (parkOffCheckTimeout within ctx); callers run
-// it after what they must not delay (the start positions of an
-// assignment) and outside commitMu.
-func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*partition) {
+// does): the warning says "may". It only logs, so its two requests get
+// a short bound of their own together (parkOffCheckTimeout within ctx),
+// and with ctx already ended it checks nothing (a debug line); callers
+// run it after what they must not delay (the start positions of an
+// assignment) and outside commitMu. when names the caller in its lines:
+// "assign" or "commit".
+func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*partition, when string) {
 	if len(parts) == 0 {
+		return
+	}
+	if ctx.Err() != nil { // the commit's or the assignment's context ended: nothing to tell from
+		c.log().Debug().Str("group", c.cfg.Group).Int("partitions", len(parts)).
+			Msg(when + ": parking is off and the group's commit holds a park position; not checked: the context ended")
 		return
 	}
 	suffix := DefaultParkTopicSuffix
@@ -344,32 +351,35 @@ func (c *Consumer) warnParkOff(ctx context.Context, cl *kgo.Client, parts []*par
 		}
 		ev := c.log().Warn()
 		switch {
-		case err == nil && (pc.ids.park == "" || listedID != pc.ids.park):
-			ev.Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
-				Int64("park_position", pc.pos).Str("committed_park_topic_id", pc.ids.park).Str("park_topic_id", listedID).
-				Msg("assign: parking is off, but the group's commit holds a park position of another park topic than " + park +
-					" (a park suffix of the group's own, or the park topic made again; or the IDs could not be read): sessions may be " +
-					"parked there, and records parked stay there, not handled, while their sessions' later records are. Turn parking " +
-					"back on (Config.Park.Enabled, with the group's Park.TopicSuffix) to retry them in order, or list them with " +
-					inspect + " --suffix SUFFIX; the position is kept in this member's commits meanwhile")
+		case err == nil && idErr != nil:
+			err = fmt.Errorf("list %s: %w", park, idErr)
+			fallthrough
 		case err != nil:
 			ev.Err(err).Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
 				Int64("park_position", pc.pos).
-				Msg("assign: parking is off, but the group's commit holds a park position and the park partition's end could not be read: " +
+				Msg(when + ": parking is off, but the group's commit holds a park position and the park partition's end could not be read: " +
 					"sessions may be parked there (or in a park topic of a suffix of the group's own: lanes park inspect --suffix lists it), and records parked stay there, " +
 					"not handled, while their sessions' later records are. Turn parking back on (Config.Park.Enabled) to retry them in order, " +
 					"or list them with " + inspect + "; the position is kept in this member's commits meanwhile")
+		case pc.ids.park != "" && listedID != "" && listedID != pc.ids.park:
+			ev.Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
+				Int64("park_position", pc.pos).Str("committed_park_topic_id", pc.ids.park).Str("park_topic_id", listedID).
+				Msg(when + ": parking is off, but the group's commit holds a park position of another park topic than " + park +
+					" (a park suffix of the group's own, or the park topic made again): sessions may be " +
+					"parked there, and records parked stay there, not handled, while their sessions' later records are. Turn parking " +
+					"back on (Config.Park.Enabled, with the group's Park.TopicSuffix) to retry them in order, or list them with " +
+					inspect + " --suffix SUFFIX; the position is kept in this member's commits meanwhile")
 		case end > pc.pos:
 			ev.Str("topic", k.topic).Int32("partition", k.partition).Str("group", c.cfg.Group).Str("park_topic", park).
 				Int64("park_position", pc.pos).Int64("park_end", end).
-				Msg("assign: parking is off, but the park partition has entries past the park position the group committed: " +
+				Msg(when + ": parking is off, but the park partition has entries past the park position the group committed: " +
 					"sessions may be parked there (another group's entries on the same park topic look the same from here), and records " +
 					"parked stay there, not handled, while their sessions' later records are. Turn parking back on (Config.Park.Enabled) " +
 					"to retry them in order, or list them with " + inspect + "; the position is kept in this member's commits meanwhile")
 		default:
 			c.log().Debug().Str("topic", k.topic).Int32("partition", k.partition).Str("park_topic", park).
 				Int64("park_position", pc.pos).Int64("park_end", end).
-				Msg("assign: parking is off; the group's commit holds a park position with nothing past it in the park partition: " +
+				Msg(when + ": parking is off; the group's commit holds a park position with nothing past it in the park partition: " +
 					"nothing is parked. The position is kept in this member's commits")
 		}
 	}

@@ -91,7 +91,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		}
 	}
 	c.startPositions(cctx, adm, fresh)
-	c.warnParkOff(cctx, cl, kept) // after the start positions: it only logs
+	c.warnParkOff(ctx, cl, kept, "assign") // after the start positions, bounded on its own: it only logs
 }
 
 // startPositions lists, for partitions the group has no commit for, the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
@@ -31,10 +32,12 @@ var help = cli.Help{
 
 // labInstall is how to get lanes-lab, which has the commands demo and
 // bench (lanes demo and lanes bench before v0.2.0), at this binary's
-// version.
+// version when it is a release (@latest for a build from a checkout, whose
+// version, "(devel)" or a pseudo-version with +dirty, go install cannot
+// take).
 func labInstall() string {
 	v := moduleVersion()
-	if v == "(devel)" {
+	if !strings.HasPrefix(v, "v") || strings.ContainsAny(v, "-+") { // not vX.Y.Z: a pseudo-version, a pre-release, +dirty
 		v = "latest"
 	}
 	return "go install github.com/lanesdev/lanes/cmd/lanes/lanes-lab@" + v
