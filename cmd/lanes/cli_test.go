@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli/clitest"
 )
 
@@ -17,16 +16,7 @@ func TestHelp(t *testing.T) {
 		{"dlq", "inspect", "-h"}, {"dlq", "replay", "--help"}, {"park", "-h"}, {"park", "inspect", "-h"},
 		{"topics", "-h"}, {"topics", "create", "-h"}, {"topics", "check", "--help"}, {"version", "-h"},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			err := run(context.Background(), args, &out, &errOut)
-			if code := cli.ExitCode("lanes", err, &errOut); code != 0 {
-				t.Fatalf("exit %d (%v), want 0\n%s", code, err, errOut.String())
-			}
-			if !strings.Contains(out.String()+errOut.String(), "Usage") {
-				t.Errorf("no usage printed:\n%s%s", out.String(), errOut.String())
-			}
-		})
+		clitest.PrintsUsage(t, lanes, args)
 	}
 }
 

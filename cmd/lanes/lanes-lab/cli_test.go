@@ -1,28 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
 
-	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli/clitest"
 )
 
 // TestHelp: -h on every command prints its usage and exits 0.
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"help"}, {"demo", "-h"}, {"bench", "-h"}, {"demo", "--help"}} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			err := run(context.Background(), args, &out, &errOut)
-			if code := cli.ExitCode("lanes-lab", err, &errOut); code != 0 {
-				t.Fatalf("exit %d (%v), want 0\n%s", code, err, errOut.String())
-			}
-			if !strings.Contains(out.String()+errOut.String(), "Usage: lanes-lab") {
-				t.Errorf("no usage printed:\n%s%s", out.String(), errOut.String())
-			}
-		})
+		clitest.PrintsUsage(t, lab, args)
 	}
 }
 

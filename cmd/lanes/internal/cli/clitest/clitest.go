@@ -204,6 +204,22 @@ func DocsFlags(t *testing.T, p Program, files []string, min int) {
 	}
 }
 
+// PrintsUsage checks, in a subtest named after args (-h, --help, help,
+// "<command> -h"), that p prints its usage ("Usage: <program>", on stdout
+// or stderr) and exits 0: asking for help is no failure.
+func PrintsUsage(t *testing.T, p Program, args []string) {
+	t.Run(strings.Join(args, " "), func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		err := p.Run(context.Background(), args, &out, &errOut)
+		if code := cli.ExitCode(p.Name, err, &errOut); code != 0 {
+			t.Fatalf("exit %d (%v), want 0\n%s", code, err, errOut.String())
+		}
+		if !strings.Contains(out.String()+errOut.String(), "Usage: "+p.Name) {
+			t.Errorf("no usage printed:\n%s%s", out.String(), errOut.String())
+		}
+	})
+}
+
 // Refuses checks, in a subtest named after args, that p refuses them,
 // never accepting them silently: exit status 1, and an error (or stderr)
 // that contains want and names none of the internal packages the
