@@ -44,9 +44,6 @@ const (
 	ReasonStalled Reason = "stalled"
 )
 
-// maxErrorHeader bounds the lanes-dlq-error header.
-const maxErrorHeader = clip.MaxError
-
 // Kafka's default max.message.bytes, the DLQ limit when the topic's own
 // cannot be read; recordOverhead is a generous bound on what a record batch
 // holding one record adds to its key, value and headers.
@@ -94,7 +91,7 @@ func openDeadLetters(ctx context.Context, cfg *Config, admin *kadm.Client) (*dea
 }
 
 // record builds the dead-letter copy of r: same key, value and headers,
-// plus the lanes-dlq-* headers. The error text is cut to maxErrorHeader,
+// plus the lanes-dlq-* headers. The error text is cut to clip.MaxError,
 // and further so the copy fits the topic's limit when the original is
 // close to it.
 func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attempts int) *kgo.Record {
@@ -111,7 +108,7 @@ func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attem
 	for _, x := range h {
 		size += len(x.Key) + len(x.Value)
 	}
-	room := min(maxErrorHeader, max(d.limit-size, 0))
+	room := min(clip.MaxError, max(d.limit-size, 0))
 	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(clip.UTF8(errText, room))})
 	return &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
 }

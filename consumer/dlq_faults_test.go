@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/clip"
 )
 
 // createTopic creates topic with one partition and the given
@@ -59,7 +61,7 @@ func TestDLQCopyFitsTopicLimit(t *testing.T) {
 	if len(got.Value) != 19500 || Reason(header(got, HeaderDLQReason)) != ReasonPermanent {
 		t.Fatalf("DLQ copy: %d bytes, reason %q", len(got.Value), Reason(header(got, HeaderDLQReason)))
 	}
-	if n := len(header(got, HeaderDLQError)); n >= maxErrorHeader {
+	if n := len(header(got, HeaderDLQError)); n >= clip.MaxError {
 		t.Fatalf("error header %d bytes: not cut to fit the topic limit", n)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanesdev/lanes/consumer/internal/clip"
-	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/clip"
+	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
 // Headers of park topic entries
@@ -46,10 +47,6 @@ const (
 // Prefix begins the name of every header lanes adds to a park entry.
 const Prefix = "lanes-park-"
 
-// MaxReason bounds the lanes-park-reason header, as the dead-letter
-// topic's lanes-dlq-error is bounded.
-const MaxReason = clip.MaxError
-
 var kindNames = map[parkset.Kind]string{parkset.KindRecord: "record", parkset.KindDone: "done", parkset.KindHold: "hold",
 	parkset.KindFence: "fence", parkset.KindAttempt: "attempt", parkset.KindRelease: "release"}
 
@@ -77,7 +74,7 @@ func (w Writer) Copy(r *kgo.Record, lane string, epoch int64, attempts int, firs
 		kgo.RecordHeader{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
 		kgo.RecordHeader{Key: HeaderFirstFailure, Value: []byte(first.UTC().Format(time.RFC3339Nano))},
 		kgo.RecordHeader{Key: HeaderNotBefore, Value: []byte(notBefore.UTC().Format(time.RFC3339Nano))},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(clip.UTF8(reason, MaxReason))},
+		kgo.RecordHeader{Key: HeaderReason, Value: []byte(clip.UTF8(reason, clip.MaxError))},
 		kgo.RecordHeader{Key: HeaderSource, Value: []byte(fmt.Sprintf("%d %d %d %d",
 			r.Timestamp.UnixNano(), r.LeaderEpoch, r.ProducerID, r.ProducerEpoch))},
 	)
