@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,77 @@ func TestParkLateOwnFence(t *testing.T) {
 		if le.e.Reset {
 			t.Errorf("a reset fence at park offset %d: this member put itself in force over the partition's owner", le.off)
 		}
+	}
+}
+
+// TestParkRetryRebuildKeepsAssignedGeneration: a rebuild retried by the
+// park loop (retryRebuild) for a partition this member was assigned in an
+// earlier generation fences with that generation, not the one the member
+// is in now. A member that lost the partition meanwhile is in the same
+// generation as the partition's new owner (classic: one generation for the
+// group; KIP-848: the epoch it reconciled to when it revoked): a fence of
+// that generation landing after the owner's would be admitted (an equal
+// generation is not a late write) and put it in force over the owner's,
+// whose later entries every rebuild would then ignore.
+func TestParkRetryRebuildKeepsAssignedGeneration(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	cfg := e.config("g-retry-gen", "chats")
+	cfg.Park.Enabled = true
+	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var gen int32
+	eventually(t, "the member in its group with chats/0", func() bool {
+		if len(c.Stats().Partitions) != 1 { // c.client is set before any assignment
+			return false
+		}
+		_, gen = c.client.GroupMetadata()
+		return gen > 0
+	})
+	// The member's commit names its park position and its own fence: a
+	// rebuild from it reads every fence written later.
+	eventually(t, "a committed park position", func() bool {
+		return committedSection(t, e, "g-retry-gen").pos > 0
+	})
+	// The partition's owner now, in the generation this member is in,
+	// writes its fence; this member's take-up of chats/0 was an earlier
+	// generation's.
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	owner, err := c.park.write(ctx, c.park.w.Fence("chats", 0, gen, "classic", "", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
+	p.enablePark(c.cfg.Park.rules(), c.cfg.Group, gen-1, "classic")
+	p.parkUnavailable(errors.New("park topic missing at the assignment"), time.Now())
+	c.retryRebuild(ctx, p)
+
+	p.mu.Lock()
+	held := p.pk.unavailable
+	p.mu.Unlock()
+	if held == nil {
+		t.Error("the retried rebuild of an earlier generation's assignment took the partition over its owner's fence; want it held")
+	}
+	ends, err := kadm.NewClient(e.client()).ListEndOffsets(ctx, "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("chats.park", 0)
+	entries, err := c.park.entries(ctx, "chats.park", 0, 0, end.Offset, func(*kgo.Record, error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := parkset.New(c.cfg.Park.rules(), c.cfg.Group)
+	replayAll(set, entries)
+	if in := set.InForce(); in.Off != owner {
+		t.Errorf("fence in force at park offset %d (generation %d); want the owner's at %d (generation %d)", in.Off, in.Gen, owner, gen)
 	}
 }

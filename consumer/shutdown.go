@@ -152,7 +152,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 		}
 	}
 	c.closePark()
-	c.client.Close()
+	c.client.CloseAllowingRebalance()
 	if err := c.unfinished(); err != nil {
 		errs = append(errs, err)
 	}
@@ -191,6 +191,10 @@ func (c *Consumer) unfinished() error {
 // the client's context is cancelled, which ends the join, and the group
 // notices the member gone at its session timeout.
 func (c *Consumer) leave() {
+	// The poll loop has ended, so no poll is in flight: a leave, and the
+	// one Close makes, waits (BlockRebalanceOnPoll) until every poll has
+	// allowed the rebalance that leaving is.
+	c.client.AllowRebalance()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaveTimeout)
 	defer cancel()
 	if err := c.client.LeaveGroupContext(ctx); err != nil {
