@@ -65,7 +65,7 @@ func TestParkHeldWhileCommitsUnread(t *testing.T) {
 	rec := newRecorder(5, nil)
 	cfg := e.config("g-unread", "chats")
 	cfg.Park.Enabled = true
-	cfg.Park.Delay = 100 * time.Millisecond
+	cfg.Park.Delay, cfg.CommitTimeout = 100*time.Millisecond, 500*time.Millisecond
 	c, err := New(cfg, rec)
 	if err != nil {
 		t.Fatal(err)
