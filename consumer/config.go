@@ -211,7 +211,9 @@ type Config struct {
 	// the partition moves on. Its lane still waits for the stuck handler to
 	// return before running that session's next message. Nothing is
 	// skipped while this member's work is held, nor when the hold ends.
-	// Default: false (report only).
+	// With parking on, StallTimeout must be longer than Park.After (New
+	// refuses it otherwise), so a failing session is parked before its
+	// record could be skipped. Default: false (report only).
 	SkipStalled bool
 	// DisableCompletedOffsets stops recording, in the commit metadata, the
 	// offsets completed above the committed watermark. With it set, a

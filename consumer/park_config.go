@@ -153,6 +153,9 @@ func validatePark(cfg *Config) error {
 			return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is the dead-letter topic", ErrConfig, park, t)
 		}
 	}
+	if cfg.SkipStalled && cfg.StallTimeout <= p.After {
+		return fmt.Errorf("%w: StallTimeout: %v with SkipStalled and Park.Enabled must be longer than Park.After (%v): a session failing for longer than StallTimeout would have its record dead-lettered as stalled before it is parked", ErrConfig, cfg.StallTimeout, p.After)
+	}
 	if cfg.DeadLetterTopic == "" {
 		return fmt.Errorf("%w: DeadLetterTopic: required with Park.Enabled (a parked record that spends its retries is dead-lettered)", ErrConfig)
 	}
