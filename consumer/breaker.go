@@ -125,3 +125,11 @@ func breakerStats(b *breaker.Breaker, now time.Time) BreakerStats {
 	return BreakerStats{Enabled: true, Open: s.Open, OpenedAt: s.OpenedAt, Calls: s.Calls, Failures: s.Failures,
 		Opens: s.Opens, Probes: s.Probes, Excused: s.Excused, HungProbes: s.HungProbes}
 }
+
+// probeRec is the running probe as the gate knows it: the record it runs
+// on (a batch's head) and when it started, to name it if it hangs.
+type probeRec struct {
+	id    breaker.ProbeID
+	w     *work
+	start time.Time
+}

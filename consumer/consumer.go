@@ -2,10 +2,8 @@ package consumer
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/tracing"
@@ -68,105 +66,4 @@ type Consumer struct {
 	crashed  atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
-// New validates cfg, fills in its defaults and returns a consumer that
-// calls h wrapped in cfg.Middleware (the first entry outermost). It returns an error wrapping ErrConfig that names the bad field.
-// New does not connect; Run does.
-func New(cfg Config, h Handler) (*Consumer, error) {
-	if h == nil {
-		return nil, fmt.Errorf("%w: handler: must not be nil", ErrConfig)
-	}
-	th, isMap := h.(TopicHandlers)
-	if isMap && len(cfg.Topics) == 0 {
-		cfg.Topics = th.topics() // the map names what is consumed
-	}
-	cfg, err := cfg.validate()
-	if err != nil {
-		return nil, err
-	}
-	if isMap {
-		if err := th.check(cfg.Topics); err != nil {
-			return nil, err
-		}
-	}
-	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
-		if h = cfg.Middleware[i](h); h == nil {
-			return nil, fmt.Errorf("%w: Middleware: entry %d returned a nil handler", ErrConfig, i)
-		}
-	}
-	c, err := build(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c.h = h
-	c.lanes = newLaneSet(c.process)
-	c.makeShards()
-	return c, nil
-}
-
-// build makes a consumer over a validated cfg, without its handler and
-// lanes.
-func build(cfg Config) (*Consumer, error) {
-	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
-		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
-	c.flow.drain = c.drainStash
-	c.held = &hold.Clock{}
-	c.member.heldTime = c.held
-	c.stop.done = make(chan struct{})
-	c.stop.begun, c.stop.begin = context.WithCancel(context.Background())
-	c.clientCtx, c.cancelClient = context.WithCancel(context.Background())
-	c.tracer = tracing.New(cfg.TracerProvider, cfg.Propagator)
-	if cfg.Breaker.Enabled {
-		held := c.held
-		c.brk = breaker.New(cfg.Breaker.machine(), slowLimit(cfg.HandlerTimeout), func(open bool, now time.Time) {
-			held.Set(hold.Breaker, open, now)
-		})
-		c.flow.holdFn = c.brk.WantsHold
-	}
-	var err error
-	if c.metrics, err = newMetrics(c.Stats, cfg.Group, cfg.MeterProvider); err != nil {
-		return nil, fmt.Errorf("consumer: metrics: %w", err)
-	}
-	return c, nil
-}
-
-func (c *Consumer) makeShards() {
-	c.shards = make([]*shard, c.cfg.Shards)
-	for i := range c.shards {
-		c.shards[i] = &shard{lanesOf: c.lanes, lanes: map[string]*lane{}}
-	}
-}
-
 func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }
-
-func (c *Consumer) clientOpts() []kgo.Opt {
-	reset := kgo.NewOffset().AtStart()
-	if c.cfg.StartOffset == StartLatest {
-		reset = kgo.NewOffset().AtEnd()
-	}
-	opts := []kgo.Opt{
-		kgo.WithContext(c.clientCtx),
-		kgo.SeedBrokers(c.cfg.Brokers...),
-		kgo.ConsumerGroup(c.cfg.Group),
-		kgo.ConsumeTopics(c.cfg.Topics...),
-		kgo.DisableAutoCommit(),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.ConsumeResetOffset(reset),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchMaxWait(c.cfg.FetchMaxWait),
-		// A transactional upstream's aborted records are never handed
-		// to the handler (a FetchIsolationLevel in ClientOptions wins);
-		// its transaction markers reach admit, which passes them at
-		// once, so the commit reaches the fetch position past them
-		// rather than one short of the partition's end.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.OnPartitionsAssigned(c.member.assigned(c.onAssigned)),
-		kgo.OnPartitionsRevoked(c.member.revoked(c.onRevoked)),
-		kgo.OnPartitionsLost(c.member.lost(c.onLost)),
-		// Before ClientOptions: a logger passed there replaces this one,
-		// hooks passed there run after lanes'.
-		kgo.WithLogger(newKgoLogger(c.log(), "consumer")),
-		kgo.WithHooks(c.reach, c.member),
-	}
-	return append(opts, c.cfg.ClientOptions...)
-}

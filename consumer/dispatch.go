@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"math/bits"
 	"unsafe"
 
+	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -115,4 +117,11 @@ func (c *Consumer) sessionOf(r *kgo.Record) string {
 	// string is used per record; a lane that outlives its record stores a
 	// copy (shard.enqueue). This saves an allocation per record.
 	return unsafe.String(unsafe.SliceData(r.Key), len(r.Key))
+}
+
+// shardOf is the shard of a lane key: its 64-bit hash scaled onto the
+// shards (a multiply and a shift, where Jump would loop).
+func (c *Consumer) shardOf(lane string) *shard {
+	hi, _ := bits.Mul64(hashring.Sum64(lane), uint64(len(c.shards)))
+	return c.shards[hi]
 }

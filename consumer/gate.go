@@ -72,14 +72,6 @@ func (c *Consumer) breakerIdle(now time.Time) {
 	}
 }
 
-// probeRec is the running probe as the gate knows it: the record it runs
-// on (a batch's head) and when it started, to name it if it hangs.
-type probeRec struct {
-	id    breaker.ProbeID
-	w     *work
-	start time.Time
-}
-
 // probeHung warns that probe id was given up as hung at now (nothing when
 // id is 0): counted as a failed probe, the next one runs on another lane,
 // its own lane still waits for the handler. The record is named when the
@@ -212,4 +204,39 @@ func (c *Consumer) silenced(err error, holds0 uint64) (bool, error) {
 		return false, err
 	}
 	return true, errors.Join(errGroupSilent, err)
+}
+
+// silenceLoop checks the member's silence when the hold could first be
+// due, and at once when a hold ended or a session began (membership.wake),
+// and holds the work when it is due; it runs until done is closed: the
+// shutdown's drain is over (handlers run during it, on partitions still
+// owned).
+func (c *Consumer) silenceLoop(done <-chan struct{}) {
+	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-c.member.wake:
+			t.Reset(c.member.checkSilence(time.Now(), c.holdWork))
+		case now := <-t.C:
+			t.Reset(c.member.checkSilence(now, c.holdWork))
+		}
+	}
+}
+
+// holdWork cancels the context of every attempt running; the hold (set
+// before) keeps any from starting. An attempt that begins meanwhile sees
+// the hold itself (track).
+func (c *Consumer) holdWork() {
+	for _, s := range c.shards {
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			if a := l.actx.Load(); a != nil {
+				a.cancel(context.Canceled)
+			}
+		}
+		s.mu.Unlock()
+	}
 }

@@ -1,13 +1,11 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -116,31 +114,4 @@ func (k *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		}
 	}
 	e.Msg(msg)
-}
-
-// logFetchError logs a partition's fetch error. One error of one topic is
-// logged at most every logRepeatEvery, with the number suppressed meanwhile
-// (of any of its partitions): a deleted topic's partitions fail on every
-// fetch, many times a second.
-func (c *Consumer) logFetchError(topic string, partition int32, err error) {
-	ok, suppressed := c.pollLog.allow("fetch "+topic+": "+err.Error(), time.Now())
-	if !ok {
-		return
-	}
-	e := c.log().Warn().Err(err).Str("topic", topic).Int32("partition", partition).Int("suppressed", suppressed)
-	if errors.Is(err, kerr.UnknownTopicID) {
-		e.Msg("fetch error: the topic was deleted under the ID this member reads it by; once a topic check finds it made again, lanes re-subscribes to it (readiness says so meanwhile); if the topic stays deleted, create it or fix Config.Topics")
-		return
-	}
-	e.Msg("fetch error; the partition is fetched again")
-}
-
-// logCommitError logs a failed periodic commit at most every
-// logRepeatEvery (it is retried every CommitInterval, and its error names
-// the partitions that failed, which change as they do), with the number
-// suppressed meanwhile. Readiness names the partitions failing now.
-func (c *Consumer) logCommitError(err error) {
-	if ok, suppressed := c.pollLog.allow("periodic commit", time.Now()); ok {
-		c.log().Warn().Err(err).Int("suppressed", suppressed).Msg("periodic commit failed; will retry next interval")
-	}
 }

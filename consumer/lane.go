@@ -1,12 +1,10 @@
 package consumer
 
 import (
-	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -98,13 +96,6 @@ func (l *lane) begin(w *work, attempt int, at int64, span trace.Span) {
 func (l *lane) end() {
 	l.since.Store(0)
 	l.actx.Store(nil)
-}
-
-// shardOf is the shard of a lane key: its 64-bit hash scaled onto the
-// shards (a multiply and a shift, where Jump would loop).
-func (c *Consumer) shardOf(lane string) *shard {
-	hi, _ := bits.Mul64(hashring.Sum64(lane), uint64(len(c.shards)))
-	return c.shards[hi]
 }
 
 // enqueue appends w to its session's lane, starting the lane when the

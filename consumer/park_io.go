@@ -221,3 +221,11 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 		}
 	}
 }
+
+// fit returns park copy cp as it is to be written under its park topic's
+// limit (parkwire.Fit), with its size bound and that limit.
+func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit int) {
+	limit = io.limits.Limit(cp.Topic)
+	rec, stub, size = parkwire.Fit(cp, limit)
+	return rec, stub, size, limit
+}

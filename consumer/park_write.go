@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -20,74 +19,6 @@ import (
 // https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits); a
 // failing write shown in PartitionStats, Health and the log, like a
 // failing dead-letter write.
-
-// parkWriteFails are the park writes of one partition failing now (a
-// parked copy or a marker, each retried by parkWrite until it succeeds or
-// the partition is fenced): what PartitionStats.Park.WriteError and Health
-// report, like a failing dead-letter write.
-type parkWriteFails struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[uint64]parkWriteFail
-}
-
-type parkWriteFail struct {
-	err   string    // the last error, naming the park partition
-	since time.Time // when the write first failed
-}
-
-// failed records that write id (0: a write not failing before) failed
-// with err, and returns its id and since when it fails.
-func (f *parkWriteFails) failed(id uint64, err string, now time.Time) (uint64, time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[uint64]parkWriteFail{}
-	}
-	if id == 0 {
-		f.next++
-		id = f.next
-	}
-	w, ok := f.m[id]
-	if !ok {
-		w.since = now
-	}
-	w.err = err
-	f.m[id] = w
-	return id, w.since
-}
-
-// ended forgets write id: it succeeded, or was given up with its partition.
-func (f *parkWriteFails) ended(id uint64) {
-	f.mu.Lock()
-	delete(f.m, id)
-	f.mu.Unlock()
-}
-
-// fill sets ps's write error: the write failing for the longest.
-func (f *parkWriteFails) fill(ps *ParkStats, now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var first parkWriteFail
-	for _, w := range f.m {
-		if first.since.IsZero() || w.since.Before(first.since) {
-			first = w
-		}
-	}
-	if !first.since.IsZero() {
-		ps.WriteError, ps.WriteFailingFor = first.err, now.Sub(first.since)
-	}
-}
-
-// parkWriteReason is Health's reason about ps's failing park writes; ""
-// when none fails.
-func parkWriteReason(ps PartitionStats) string {
-	if ps.Park.WriteError == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s/%d park writes failing for %v: %s: what waits for them holds the partition (a record to park holds its watermark, a parked session its retries); check that the park topic exists, accepts this member's writes and its max.message.bytes",
-		ps.Topic, ps.Partition, ps.Park.WriteFailingFor.Round(time.Second), ps.Park.WriteError)
-}
 
 // parkWriteFailed reports a failed write of park entry rec of partition p
 // (id: its entry among p's failing writes, 0 for a first failure) in
@@ -143,14 +74,6 @@ func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
 			return 0, false
 		}
 	}
-}
-
-// fit returns park copy cp as it is to be written under its park topic's
-// limit (parkwire.Fit), with its size bound and that limit.
-func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit int) {
-	limit = io.limits.Limit(cp.Topic)
-	rec, stub, size = parkwire.Fit(cp, limit)
-	return rec, stub, size, limit
 }
 
 // logStub warns that park copy cp is written as a stub.

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -47,39 +46,4 @@ type holdGate struct {
 	// began, and whether a classic sync was answered since.
 	answers int
 	synced  bool
-}
-
-// silenceLoop checks the member's silence when the hold could first be
-// due, and at once when a hold ended or a session began (membership.wake),
-// and holds the work when it is due; it runs until done is closed: the
-// shutdown's drain is over (handlers run during it, on partitions still
-// owned).
-func (c *Consumer) silenceLoop(done <-chan struct{}) {
-	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-c.member.wake:
-			t.Reset(c.member.checkSilence(time.Now(), c.holdWork))
-		case now := <-t.C:
-			t.Reset(c.member.checkSilence(now, c.holdWork))
-		}
-	}
-}
-
-// holdWork cancels the context of every attempt running; the hold (set
-// before) keeps any from starting. An attempt that begins meanwhile sees
-// the hold itself (track).
-func (c *Consumer) holdWork() {
-	for _, s := range c.shards {
-		s.mu.Lock()
-		for _, l := range s.lanes {
-			if a := l.actx.Load(); a != nil {
-				a.cancel(context.Canceled)
-			}
-		}
-		s.mu.Unlock()
-	}
 }

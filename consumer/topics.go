@@ -53,59 +53,6 @@ func (w *topicWatch) all() []string {
 	return append(out, w.park...)
 }
 
-// topicLoop checks the topics when Run starts and again until bg ends:
-// every CommitInterval while one is missing, every topicRecheck otherwise,
-// and as soon as a fetch fails with UNKNOWN_TOPIC_ID (at most every
-// CommitInterval: a deleted topic's fetches fail many times a second). A
-// consumed or dead-letter topic found made again is re-subscribed
-// (topics_recreated.go).
-func (c *Consumer) topicLoop(bg context.Context) {
-	for {
-		began := time.Now()
-		ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
-		missing, ids, err := topicState(ctx, c.client, c.topics.all())
-		cancel()
-		switch {
-		case bg.Err() != nil:
-			return
-		case err != nil:
-			// Unreachable brokers have their own reason; the check runs again.
-			c.log().Debug().Err(err).Strs("topics", c.topics.all()).Msg("cannot check that the topics exist")
-		default:
-			c.topics.update(missing, time.Now())
-			c.resubscribeRecreated(bg, ids)
-		}
-		every := topicRecheck
-		if c.topics.anyMissing() {
-			every = c.cfg.CommitInterval
-		}
-		t := time.NewTimer(every)
-		select {
-		case <-bg.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		case <-c.topics.ids.kick:
-			t.Stop()
-			if !waitUntil(bg, began.Add(c.cfg.CommitInterval)) {
-				return
-			}
-		}
-	}
-}
-
-// waitUntil waits until at, or less when bg ends first (false).
-func waitUntil(bg context.Context, at time.Time) bool {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-bg.Done():
-		return false
-	}
-}
-
 // update takes a check's answer: the topics missing among all(). It warns
 // when a topic goes missing and says so at info when it exists again.
 func (w *topicWatch) update(missing []string, now time.Time) {

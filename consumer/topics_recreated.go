@@ -1,17 +1,12 @@
 package consumer
 
 import (
-	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A topic deleted and made again under its name (an operator's delete and
@@ -186,87 +181,4 @@ func (w *idWatch) reasons() []string {
 		out = append(out, what+"re-subscribing to the new topic, dropping this member's partitions of the old one without a commit; if this stays, restart the consumer")
 	}
 	return out
-}
-
-// noteUnknownTopicIDs tells the topic watch of a poll's fetches that failed
-// with UNKNOWN_TOPIC_ID: franz-go's answer, on every fetch, once a topic it
-// reads was deleted (and perhaps made again). Runs on the poll loop.
-func (c *Consumer) noteUnknownTopicIDs(fs kgo.Fetches) {
-	for i := range fs {
-		for j := range fs[i].Topics {
-			t := &fs[i].Topics[j]
-			for k := range t.Partitions {
-				if errors.Is(t.Partitions[k].Err, kerr.UnknownTopicID) {
-					c.topics.ids.fetchFailed(t.Topic, t.TopicID, time.Now())
-					break
-				}
-			}
-		}
-	}
-}
-
-// resubscribeRecreated re-subscribes to the topics a check found made
-// again (ids: the check's topic IDs). Runs on the topic loop; bg ends it.
-func (c *Consumer) resubscribeRecreated(bg context.Context, ids map[string]topicID) {
-	found := c.topics.ids.compare(ids, time.Now())
-	if len(found) == 0 {
-		return
-	}
-	var consumed []string
-	for _, t := range found {
-		r := c.topics.ids.pendingOf(t)
-		if slices.Contains(c.cfg.Topics, t) {
-			consumed = append(consumed, t)
-			c.log().Warn().Str("topic", t).Str("old_id", fmtTopicID(r.from)).Str("new_id", fmtTopicID(r.to)).
-				Msg("consumed topic deleted and made again (its topic ID changed): re-subscribing to the new topic; this member's partitions of the old one are dropped without a commit, with their records not handled yet; nothing to do unless readiness still says so")
-		}
-		if t == c.cfg.DeadLetterTopic && c.dlq != nil {
-			c.dlq.client.PurgeTopicsFromClient(t) // its next write learns the new topic
-			c.log().Warn().Str("topic", t).Str("old_id", fmtTopicID(r.from)).Str("new_id", fmtTopicID(r.to)).
-				Msg("dead-letter topic deleted and made again (its topic ID changed): dead-letter copies go to the new topic from now on; those written before are gone with the old one")
-		}
-	}
-	if len(consumed) > 0 {
-		if !c.dropTopics(bg, consumed) {
-			return // the shutdown began: it handles the partitions
-		}
-		c.client.PurgeTopicsFromClient(consumed...)
-		c.client.AddConsumeTopics(consumed...)
-		c.log().Info().Strs("topics", consumed).
-			Msg("re-subscribed to consumed topics made again: the group assigns their partitions anew, each read from where Config.StartOffset puts a partition without commits")
-	}
-	now := time.Now()
-	for _, t := range found {
-		c.topics.ids.done(t, now)
-	}
-}
-
-// dropTopics fences this member's partitions of topics, waits up to
-// RevokeTimeout for their running handlers and releases them without a
-// commit (their attempts still running are cancelled). It reports false,
-// releasing nothing, when bg ended meanwhile: the shutdown drains what it
-// owns (its commit of the old topic fails: the topic is gone).
-func (c *Consumer) dropTopics(bg context.Context, topics []string) bool {
-	var parts []*partition
-	tps := map[string][]int32{}
-	for _, p := range c.own.all() {
-		if slices.Contains(topics, p.key.topic) {
-			parts = append(parts, p)
-			tps[p.key.topic] = append(tps[p.key.topic], p.key.partition)
-		}
-	}
-	for _, p := range parts {
-		p.stopStarting()
-	}
-	busy := waitDrained(bg, parts, c.cfg.RevokeTimeout)
-	if bg.Err() != nil {
-		return false
-	}
-	c.own.release(parts)
-	c.flow.reset(c.client, tps)
-	if len(parts) > 0 {
-		c.log().Warn().Str("partitions", names(parts)).Int("partitions_busy", len(busy)).Stringer("revoke_timeout", c.cfg.RevokeTimeout).
-			Msg("partitions of a topic made again dropped without a commit: their records not handled yet were in the old topic; handlers still running after RevokeTimeout had their contexts cancelled")
-	}
-	return true
 }
