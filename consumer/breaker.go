@@ -77,14 +77,6 @@ func (p BreakerPolicy) withDefaults() (BreakerPolicy, error) {
 	return p, nil
 }
 
-// orDefault sets *v to def when it is the zero value.
-func orDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
-}
-
 // BreakerStats is the circuit breaker's state (Stats.Breaker).
 type BreakerStats struct {
 	// Enabled reports whether Config.Breaker is on.
@@ -124,12 +116,4 @@ func breakerStats(b *breaker.Breaker, now time.Time) BreakerStats {
 	s := b.Snapshot(now)
 	return BreakerStats{Enabled: true, Open: s.Open, OpenedAt: s.OpenedAt, Calls: s.Calls, Failures: s.Failures,
 		Opens: s.Opens, Probes: s.Probes, Excused: s.Excused, HungProbes: s.HungProbes}
-}
-
-// probeRec is the running probe as the gate knows it: the record it runs
-// on (a batch's head) and when it started, to name it if it hangs.
-type probeRec struct {
-	id    breaker.ProbeID
-	w     *work
-	start time.Time
 }

@@ -365,3 +365,41 @@ func (cfg Config) validate() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// validatePark checks the parts of cfg parking depends on; cfg.Park has
+// its defaults. It does not compare Park.After and Park.AfterAttempts with
+// the in-lane retry budget (Retry): with parking on, a record whose
+// in-lane budget ends first is parked then (ParkPolicy.After), so no
+// combination dead-letters what parking would take. A check could not be
+// exact anyway: the budget by time ends when the next backoff wait (with
+// its jitter) would pass Retry.MaxElapsed, and starts again after the
+// breaker held the record, so a MaxElapsed above Park.After still ended
+// first at times.
+func validatePark(cfg *Config) error {
+	if !cfg.Park.Enabled {
+		return nil
+	}
+	p, err := cfg.Park.withDefaults()
+	if err != nil {
+		return err
+	}
+	cfg.Park = p
+	for _, t := range cfg.Topics {
+		park := t + p.TopicSuffix
+		for _, u := range cfg.Topics {
+			if u == park {
+				return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is also a consumed topic", ErrConfig, park, t)
+			}
+		}
+		if park == cfg.DeadLetterTopic {
+			return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is the dead-letter topic", ErrConfig, park, t)
+		}
+	}
+	if cfg.SkipStalled && cfg.StallTimeout <= p.After {
+		return fmt.Errorf("%w: StallTimeout: %v with SkipStalled and Park.Enabled must be longer than Park.After (%v): a session failing for longer than StallTimeout would have its record dead-lettered as stalled before it is parked", ErrConfig, cfg.StallTimeout, p.After)
+	}
+	if cfg.DeadLetterTopic == "" {
+		return fmt.Errorf("%w: DeadLetterTopic: required with Park.Enabled (a parked record that spends its retries is dead-lettered)", ErrConfig)
+	}
+	return nil
+}

@@ -13,45 +13,6 @@ import (
 	"github.com/lanesdev/lanes/consumer/internal/clip"
 )
 
-// Headers lanes adds to a dead-lettered record, next to the original ones.
-const (
-	HeaderDLQTopic     = "lanes-dlq-topic"     // source topic
-	HeaderDLQPartition = "lanes-dlq-partition" // source partition, decimal
-	HeaderDLQOffset    = "lanes-dlq-offset"    // source offset, decimal
-	HeaderDLQError     = "lanes-dlq-error"     // the last error, at most 1 KiB
-	HeaderDLQAttempts  = "lanes-dlq-attempts"  // handler attempts made, decimal
-	HeaderDLQReason    = "lanes-dlq-reason"    // one of the Reason constants
-)
-
-// Reason says why a record was dead-lettered: the value of its
-// lanes-dlq-reason header.
-type Reason string
-
-// Reasons written in the lanes-dlq-reason header.
-const (
-	// ReasonPermanent: the handler returned Permanent(err).
-	ReasonPermanent Reason = "permanent"
-	// ReasonDecode: the handler returned Undecodable(err): the payload
-	// could not be decoded (see the codec module).
-	ReasonDecode Reason = "decode"
-	// ReasonRetriesExhausted: the retry budget (attempts or time) is spent.
-	ReasonRetriesExhausted Reason = "retries-exhausted"
-	// ReasonTimeout: the budget is spent and the last attempt hit
-	// HandlerTimeout.
-	ReasonTimeout Reason = "timeout"
-	// ReasonStalled: the record held its partition's watermark past
-	// StallTimeout and SkipStalled is set.
-	ReasonStalled Reason = "stalled"
-)
-
-// Kafka's default max.message.bytes, the DLQ limit when the topic's own
-// cannot be read; recordOverhead is a generous bound on what a record batch
-// holding one record adds to its key, value and headers.
-const (
-	defaultMaxMessageBytes = 1048588
-	recordOverhead         = 512
-)
-
 // deadLetters writes dead-letter copies through a client of its own (a
 // producer only), so its metadata follows the DLQ topic alone: a topic
 // created after the consumer started is found within a metadata refresh.

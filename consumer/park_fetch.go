@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -131,48 +130,6 @@ func (io *parkIO) outOfRange(ctx context.Context, topic string, part int32, off 
 		return fmt.Errorf("%w: %s/%d offset %d is below the log start %d", errRecordGone, topic, part, off, start.Offset)
 	}
 	return err
-}
-
-// leaderOf is the broker leading a partition and its topic's ID (a fetch
-// names topics by ID from version 13).
-type leaderOf struct {
-	broker  int32
-	topicID [16]byte
-}
-
-type topicPart struct {
-	topic string
-	part  int32
-}
-
-// leaderCache keeps the leaders readAt found, so that a session draining
-// its parked records costs one fetch per record, not a metadata request
-// too; an entry is forgotten when a fetch through it fails.
-type leaderCache struct {
-	mu sync.Mutex
-	m  map[topicPart]leaderOf
-}
-
-func (c *leaderCache) get(tp topicPart) (leaderOf, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, ok := c.m[tp]
-	return l, ok
-}
-
-func (c *leaderCache) put(tp topicPart, l leaderOf) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[topicPart]leaderOf{}
-	}
-	c.m[tp] = l
-}
-
-func (c *leaderCache) forget(tp topicPart) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, tp)
 }
 
 // leaderOf looks up the broker leading park partition (topic, part).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -228,4 +229,46 @@ func (io *parkIO) fit(cp *kgo.Record) (rec *kgo.Record, stub bool, size, limit i
 	limit = io.limits.Limit(cp.Topic)
 	rec, stub, size = parkwire.Fit(cp, limit)
 	return rec, stub, size, limit
+}
+
+// leaderCache keeps the leaders readAt found, so that a session draining
+// its parked records costs one fetch per record, not a metadata request
+// too; an entry is forgotten when a fetch through it fails.
+type leaderCache struct {
+	mu sync.Mutex
+	m  map[topicPart]leaderOf
+}
+
+func (c *leaderCache) get(tp topicPart) (leaderOf, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.m[tp]
+	return l, ok
+}
+
+// leaderOf is the broker leading a partition and its topic's ID (a fetch
+// names topics by ID from version 13).
+type leaderOf struct {
+	broker  int32
+	topicID [16]byte
+}
+
+type topicPart struct {
+	topic string
+	part  int32
+}
+
+func (c *leaderCache) put(tp topicPart, l leaderOf) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[topicPart]leaderOf{}
+	}
+	c.m[tp] = l
+}
+
+func (c *leaderCache) forget(tp topicPart) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, tp)
 }

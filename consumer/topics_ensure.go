@@ -321,3 +321,46 @@ func (t *topicRun) checkPark(r *TopicResult, info topicInfo, source int32) {
 func setDelete(topic string) string {
 	return "set cleanup.policy=delete: kafka-configs.sh --alter --entity-type topics --entity-name " + topic + " --add-config cleanup.policy=delete"
 }
+
+// CreateTopics creates the topics a consumer with cfg needs and checks
+// those that exist, as [New] would run it (cfg is validated like New does;
+// a bad one is an ErrConfig error). It connects with cfg.Brokers and
+// cfg.ClientOptions (TLS, SASL). Running it again changes nothing that is
+// right: it is idempotent, and safe to run at every deploy.
+//
+//   - Each consumed topic (Config.Topics) must exist: it is not created
+//     unless TopicsCreateConsumed is given.
+//   - The dead-letter topic (Config.DeadLetterTopic, when set) is created
+//     with cleanup.policy=delete and, unless TopicsDeadLetterPartitions
+//     says otherwise, the partition count of the largest consumed topic;
+//     an existing one must not be compacted (compaction would keep only
+//     the last dead letter of each key).
+//   - With Config.Park.Enabled, the park topic of each consumed topic (the
+//     topic plus Park.TopicSuffix) is created with its source's partition
+//     count and cleanup.policy=delete; an existing one must have its
+//     source's partition count and not be compacted
+//     (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
+//
+// Topics are created with the brokers' default replication factor unless
+// TopicsReplicationFactor is given, and their default retention: keep a
+// park topic's longer than a session may stay parked plus the longest
+// outage of the group
+// (https://github.com/lanesdev/lanes/blob/main/docs/parking.md#creating-the-topics).
+//
+// It returns one result per topic: the consumed topics in Config order,
+// then the dead-letter topic, then the park topics. The error is nil when
+// every topic exists (or was created) and fits; otherwise it joins the
+// errors of the results that are missing or wrong (each wraps
+// ErrTopicMissing or ErrTopicUnfit and names its topic and the fix). When
+// the brokers cannot be asked, it is that error, with no results.
+func CreateTopics(ctx context.Context, cfg Config, opts ...TopicOption) ([]TopicResult, error) {
+	return ensureTopics(ctx, cfg, true, opts)
+}
+
+// CheckTopics checks the topics [CreateTopics] would create, creating
+// nothing: a topic CreateTopics would create is TopicMissing. It only
+// reads. Of the options, only TopicsDeadLetterPartitions matters (the
+// count its advice names).
+func CheckTopics(ctx context.Context, cfg Config, opts ...TopicOption) ([]TopicResult, error) {
+	return ensureTopics(ctx, cfg, false, opts)
+}

@@ -182,3 +182,8 @@ func (w *idWatch) reasons() []string {
 	}
 	return out
 }
+
+// topicRecheck is how often the topics are checked while all exist (one
+// may be deleted); while one is missing they are checked every
+// CommitInterval, so its reason clears soon after it is created.
+const topicRecheck = 30 * time.Second

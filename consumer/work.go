@@ -1,0 +1,36 @@
+package consumer
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/breaker"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// work is one record on its way through a lane.
+type work struct {
+	rec     *kgo.Record
+	p       *partition
+	seq     uint64
+	session string
+	lane    string
+	msg     Message    // handed to the handler; part of work to save an allocation
+	first   attemptCtx // the first attempt's context, likewise
+	// parkRetry marks a retry of the lane's parked head (park_lane.go),
+	// queued by the park loop; rec is nil then.
+	parkRetry bool
+
+	// claim is held by whoever finishes the record, its lane or the stall
+	// skipper, while deciding and writing its outcome: one outcome, one
+	// dead-letter copy.
+	claim sync.Mutex
+}
+
+// probeRec is the running probe as the gate knows it: the record it runs
+// on (a batch's head) and when it started, to name it if it hangs.
+type probeRec struct {
+	id    breaker.ProbeID
+	w     *work
+	start time.Time
+}
