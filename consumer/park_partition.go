@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,36 +10,6 @@ import (
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
-
-// parkSeq is the sequence number of a parked record's retry: it is no
-// record of the source partition's tracker.
-const parkSeq = ^uint64(0)
-
-// partPark is a partition's parking state: its parked set, who this
-// owner is, and the park section its group's commit held when it was
-// assigned.
-type partPark struct {
-	set   *parkset.Set
-	gen   int32  // this owner's generation when assigned: its fence carries it
-	proto string // the group protocol gen is of (membership.protocol)
-	// from is the committed park section; from.pos -1: none (nothing in
-	// the park partition before this owner's fence is the group's).
-	from parkCommit
-	// unread: the group's committed offsets could not be read at
-	// assignment; the rebuild reads them first, and nothing of the
-	// partition is committed meanwhile (a commit would drop the park
-	// position).
-	unread bool
-	ids    topicIDs // of the source and park topics, as the rebuild found them
-	// rebuilt: the parked set was rebuilt; until then the partition's
-	// commits carry the section it found (from), not the set's.
-	rebuilt     bool
-	tail        int64     // where the next look for release markers starts (park_release.go)
-	unavailable error     // the rebuild failed: nothing of the partition starts
-	retryAt     time.Time // when the park loop tries the rebuild again
-	retries     int       // rebuilds failed in a row
-	ahead       readAhead // parked copies read along with a head
-}
 
 // parkNeeded returns those of rs, records of p's park partition read
 // along with a head, that are parked records still waiting for a retry
@@ -64,32 +33,6 @@ func (p *partition) parkAhead() *readAhead {
 	return &p.pk.ahead
 }
 
-// Commit metadata: lanes' completed offsets (internal/offsets), then the park
-// section: ";park2:<position>,<fence>,<generation>,<protocol>,<topic
-// ID>,<park topic ID>", the park position and the fence in force there
-// (park offset, generation and the group protocol it is of), and the IDs
-// of the source and park topics ("" unknown).
-const parkMetaSep = ";park2:"
-
-// parkCommit is the park section of a commit.
-type parkCommit struct {
-	pos   int64
-	fence parkset.Fence
-	ids   topicIDs
-}
-
-var noParkCommit = parkCommit{pos: -1, fence: parkset.NoFence}
-
-// committed is pc as the identity rules take it (parkset.Start).
-func (pc parkCommit) committed() parkset.Committed {
-	return parkset.Committed{Pos: pc.pos, Fence: pc.fence, TopicID: pc.ids.source, ParkTopicID: pc.ids.park}
-}
-
-func (pc parkCommit) String() string {
-	return parkMetaSep + strconv.FormatInt(pc.pos, 10) + "," + strconv.FormatInt(pc.fence.Off, 10) + "," +
-		strconv.FormatInt(int64(pc.fence.Gen), 10) + "," + pc.fence.Proto + "," + pc.ids.source + "," + pc.ids.park
-}
-
 // parkMetaRoom is what the park section may take of the commit metadata.
 const parkMetaRoom = len(parkMetaSep) + 3*20 + len("consumer") + 5 + 2*32
 
@@ -100,26 +43,6 @@ func (p *partition) parkRoomLocked() int {
 		return 0
 	}
 	return parkMetaRoom
-}
-
-// splitParkMeta separates the park section from commit metadata; ok is
-// false when there is none (or it is not one this version reads).
-func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
-	rest, park, found := strings.Cut(meta, parkMetaSep)
-	if !found {
-		return meta, noParkCommit, false
-	}
-	f := strings.Split(park, ",")
-	if len(f) != 6 || (f[3] != "" && f[3] != "classic" && f[3] != "consumer") {
-		return rest, noParkCommit, false
-	}
-	pos, err1 := strconv.ParseInt(f[0], 10, 64)
-	off, err2 := strconv.ParseInt(f[1], 10, 64)
-	gen, err3 := strconv.ParseInt(f[2], 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off >= pos {
-		return rest, noParkCommit, false
-	}
-	return rest, parkCommit{pos: pos, fence: parkset.Fence{Off: off, Gen: int32(gen), Proto: f[3]}, ids: topicIDs{f[4], f[5]}}, true
 }
 
 // enablePark gives p its parked set, for group, whose generation was gen
@@ -293,10 +216,6 @@ func (p *partition) parkUnavailable(err error, now time.Time) {
 	p.pk.retries++
 }
 
-// parkHeldLocked reports whether p's parked set is unavailable: nothing of
-// p reaches a lane. p.mu held.
-func (p *partition) parkHeldLocked() bool { return p.pk != nil && p.pk.unavailable != nil }
-
 // parkRebuildDue reports whether the park loop should try p's rebuild now.
 func (p *partition) parkRebuildDue(now time.Time) bool {
 	p.mu.Lock()
@@ -310,28 +229,6 @@ func (p *partition) parkAvailable() {
 	p.mu.Lock()
 	p.pk.unavailable, p.pk.retries = nil, 0
 	p.unlock(len(p.stash) > 0 && !p.fenced)
-}
-
-// ParkStats describes the parked sessions of one partition.
-type ParkStats struct {
-	// Sessions parked, and of them Held (retry budget spent, ParkHold).
-	Sessions int `json:"sessions"`
-	Held     int `json:"held"`
-	// Records parked, not yet done.
-	Records int `json:"records"`
-	// Oldest is the age of the oldest parked record.
-	Oldest time.Duration `json:"oldest"`
-	// Error is why the parked set could not be rebuilt (the partition then
-	// starts nothing); "" normally.
-	Error string `json:"error"`
-	// WriteError is the error of a write to the park partition (a parked
-	// copy or a marker) failing for WriteFailingFor, the longest failing
-	// when several are: what waits for it holds the partition (a record
-	// to park holds the watermark), and it is retried until it succeeds.
-	// "" when no park write fails; it clears when that write succeeds or
-	// the partition leaves this member.
-	WriteError      string        `json:"write_error"`
-	WriteFailingFor time.Duration `json:"write_failing_for"`
 }
 
 // parkStatsLocked fills ps.Park. p.mu held.

@@ -25,29 +25,6 @@ import (
 // that much later (the slow-handler watch reports it meanwhile), as an
 // open breaker already kept SkipStalled from skipping anything.
 
-// stallClock is a partition's stall sample, taken by the watchdog's stall
-// check (under partition.mu).
-type stallClock struct {
-	lastWM   int64         // the watermark at the last check
-	movedAt  time.Time     // when a check last saw it move
-	heldBase time.Duration // the hold clock's total then
-	counted  time.Duration // the stall clock at the last check: time since movedAt, less the time held
-	sampled  time.Time     // when the last check ran
-	held     bool          // a hold was in force at the last check
-	stalled  bool          // counted reached StallTimeout (kept through a hold)
-}
-
-// stallSample is what one stall check saw of a partition.
-type stallSample struct {
-	offset  int64         // the record holding the watermark
-	seq     uint64        // its sequence number
-	counted time.Duration // the stall clock
-	since   time.Time     // when the watermark last moved
-	// stalled: counted reached StallTimeout and no hold is in force;
-	// fresh: this check is the first to see it.
-	stalled, fresh bool
-}
-
 // stallCheck samples the watermark for the stall watch at now, hr being
 // the hold clock then. The clock starts again when the watermark moves,
 // when nothing is pending, and while the partition is fenced. While a

@@ -192,3 +192,25 @@ type SessionStats struct {
 
 // MaxHotSessions bounds Stats.HotSessions.
 const MaxHotSessions = 10
+
+// ParkStats describes the parked sessions of one partition.
+type ParkStats struct {
+	// Sessions parked, and of them Held (retry budget spent, ParkHold).
+	Sessions int `json:"sessions"`
+	Held     int `json:"held"`
+	// Records parked, not yet done.
+	Records int `json:"records"`
+	// Oldest is the age of the oldest parked record.
+	Oldest time.Duration `json:"oldest"`
+	// Error is why the parked set could not be rebuilt (the partition then
+	// starts nothing); "" normally.
+	Error string `json:"error"`
+	// WriteError is the error of a write to the park partition (a parked
+	// copy or a marker) failing for WriteFailingFor, the longest failing
+	// when several are: what waits for it holds the partition (a record
+	// to park holds the watermark), and it is retried until it succeeds.
+	// "" when no park write fails; it clears when that write succeeds or
+	// the partition leaves this member.
+	WriteError      string        `json:"write_error"`
+	WriteFailingFor time.Duration `json:"write_failing_for"`
+}
