@@ -14,19 +14,6 @@ import (
 	"github.com/lanesdev/lanes/tracing"
 )
 
-// BatchHandler processes messages a batch at a time (see NewBatch).
-// HandleBatch receives 1 to Config.MaxBatch consecutive messages of one
-// session, in order; calls for one session never overlap, calls for
-// different sessions run concurrently. It returns nil when every message is
-// done; &BatchError{Done: n, Err: err} when the first n are done and
-// message n failed with err; any other error when none is done (the whole
-// batch is retried). Permanent(err), alone or as a BatchError's Err, sends
-// the first message not done to the dead-letter topic. HandleBatch must
-// honour ctx: it is cancelled at HandlerTimeout and on hard shutdown.
-type BatchHandler interface {
-	HandleBatch(ctx context.Context, ms []*Message) error
-}
-
 // BatchHandlerFunc adapts a function to a BatchHandler.
 type BatchHandlerFunc func(ctx context.Context, ms []*Message) error
 

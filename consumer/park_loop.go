@@ -1,0 +1,45 @@
+package consumer
+
+import (
+	"context"
+	"time"
+)
+
+// The park loop: it retries due parked heads, picks up release markers and
+// retries failed rebuilds, for every owned partition with parking.
+
+// parkLoop queues the retries of parked heads that are due, in their
+// sessions' lanes, until ctx ends.
+func (c *Consumer) parkLoop(ctx context.Context) {
+	tick := min(max(c.cfg.Park.Delay/4, 10*time.Millisecond), 250*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	looked := time.Now() // for release markers
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if now.Sub(looked) >= releaseEvery(c.cfg.Park.Delay) {
+			c.pickUpReleases(ctx)
+			looked = now
+		}
+		for _, p := range c.own.all() {
+			if p.parkRebuildDue(now) {
+				c.retryRebuild(ctx, p)
+			}
+			for _, lane := range p.parkDue(now) {
+				c.parkLoopQueued.Add(1)
+				c.queueParkRetry(p, lane)
+			}
+		}
+	}
+}
+
+// queueParkRetry queues a retry of lane's parked head in its lane (the
+// session's: retries and the session's source records are serialised).
+func (c *Consumer) queueParkRetry(p *partition, lane string) {
+	c.shardOf(lane).enqueue(&work{p: p, seq: parkSeq, lane: lane, parkRetry: true})
+}
