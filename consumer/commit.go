@@ -84,10 +84,10 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		return nil
 	})
 	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
-		failed, answered = commitFailures(req, resp, reqErr, meta), true
+		failed, answered = refusedCommits(req, resp, reqErr, meta), true
 	})
 	if !answered {
-		failed = commitFailures(nil, nil, errors.New("the client gave no answer"), meta)
+		failed = refusedCommits(nil, nil, errors.New("the client gave no answer"), meta)
 	}
 	c.stats.commitNanos.Add(time.Since(start).Nanoseconds())
 	c.metrics.commitDone(time.Since(start))
@@ -107,12 +107,12 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 	return nil
 }
 
-// commitFailures maps each partition asked of a commit (the keys of asked)
+// refusedCommits maps each partition asked of a commit (the keys of asked)
 // that the broker did not acknowledge to its error, wrapping ErrCommit: the
 // request's error for every one when the request failed as a whole, else
 // the broker's error for the partition. A partition the response does not
 // mention was not acknowledged either. Nil when every one was.
-func commitFailures(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error, asked map[partKey]string) map[partKey]error {
+func refusedCommits(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error, asked map[partKey]string) map[partKey]error {
 	failed := map[partKey]error{}
 	if reqErr != nil || resp == nil {
 		if reqErr == nil {

@@ -126,15 +126,16 @@ func waitDrained(ctx context.Context, parts []*partition, timeout time.Duration)
 		select {
 		case <-p.drained:
 		case <-t.C:
-			return busy(parts[i:])
+			return stillRunning(parts[i:])
 		case <-ctx.Done():
-			return busy(parts[i:])
+			return stillRunning(parts[i:])
 		}
 	}
 	return nil
 }
 
-func busy(parts []*partition) []*partition {
+// stillRunning returns those of parts not drained yet.
+func stillRunning(parts []*partition) []*partition {
 	var left []*partition
 	for _, p := range parts {
 		select {

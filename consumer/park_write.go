@@ -17,12 +17,12 @@ import (
 // to its park topic's max.message.bytes, or written as a stub and logged
 // when it cannot fit (fit, logStub;
 // https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits); a
-// failing write shown in PartitionStats, Health and the log, like a
+// failing write shown in PartitionStats, readiness and the log, like a
 // failing dead-letter write.
 
 // parkWriteFailed reports a failed write of park entry rec of partition p
 // (id: its entry among p's failing writes, 0 for a first failure) in
-// Stats and Health, and in the log at most once per park partition per
+// Stats and readiness, and in the log at most once per park partition per
 // logRepeatEvery; it returns the write's id.
 func (c *Consumer) parkWriteFailed(p *partition, rec *kgo.Record, id uint64, err error) uint64 {
 	now := time.Now()
@@ -31,7 +31,7 @@ func (c *Consumer) parkWriteFailed(p *partition, rec *kgo.Record, id uint64, err
 		c.log().Error().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 			Str("park_topic", rec.Topic).Str("park_kind", string(parkwire.Value(rec, parkwire.HeaderKind))).
 			Stringer("failing_for", now.Sub(since)).Int("suppressed", n).
-			Msg("park: write to the park topic failed; retrying: what waits for it holds the partition meanwhile (PartitionStats.Park.WriteError, Health); check that the park topic exists, accepts this member's writes and its max.message.bytes")
+			Msg("park: write to the park topic failed; retrying: what waits for it holds the partition meanwhile (PartitionStats.Park.WriteError and readiness say so); check that the park topic exists, accepts this member's writes and its max.message.bytes")
 	}
 	return id
 }
@@ -44,7 +44,7 @@ func (c *Consumer) parkWriteRecovered(p *partition, rec *kgo.Record, id uint64) 
 }
 
 // parkWrite writes rec until acknowledged, or until p is fenced (false).
-// A failing write shows in Stats, Health and the log (parkWriteFailed); a
+// A failing write shows in Stats, readiness and the log (parkWriteFailed); a
 // parked copy refused as too large is written as its stub instead.
 func (c *Consumer) parkWrite(p *partition, rec *kgo.Record) (int64, bool) {
 	bo := backoff.NewExponentialBackOff()

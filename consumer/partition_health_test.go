@@ -132,7 +132,7 @@ func TestCommitFailureClears(t *testing.T) {
 // mention; v10+ responses name topics by ID only.
 func TestCommitFailures(t *testing.T) {
 	asked := map[partKey]string{{"chats", 0}: "", {"chats", 3}: "", {"other", 0}: ""}
-	f := commitFailures(nil, nil, errors.New("connection dropped"), asked)
+	f := refusedCommits(nil, nil, errors.New("connection dropped"), asked)
 	if len(f) != 3 || !errors.Is(f[partKey{"chats", 3}], ErrCommit) || !strings.Contains(f[partKey{"other", 0}].Error(), "connection dropped") {
 		t.Fatalf("request error: %v", f)
 	}
@@ -142,7 +142,7 @@ func TestCommitFailures(t *testing.T) {
 	resp := &kmsg.OffsetCommitResponse{Topics: []kmsg.OffsetCommitResponseTopic{{TopicID: id, Partitions: []kmsg.OffsetCommitResponseTopicPartition{
 		{Partition: 0}, {Partition: 3, ErrorCode: kerr.TopicAuthorizationFailed.Code},
 	}}}}
-	f = commitFailures(req, resp, nil, asked)
+	f = refusedCommits(req, resp, nil, asked)
 	if len(f) != 2 || !errors.Is(f[partKey{"chats", 3}], kerr.TopicAuthorizationFailed) || f[partKey{"other", 0}] == nil {
 		t.Fatalf("per-partition errors: %v; want chats/3 refused, other/0 unanswered", f)
 	}
@@ -153,7 +153,7 @@ func TestCommitFailures(t *testing.T) {
 
 	resp.Topics[0].Partitions[1].ErrorCode = 0
 	resp.Topics = append(resp.Topics, kmsg.OffsetCommitResponseTopic{Topic: "other", Partitions: []kmsg.OffsetCommitResponseTopicPartition{{Partition: 0}}})
-	if f := commitFailures(req, resp, nil, asked); f != nil {
+	if f := refusedCommits(req, resp, nil, asked); f != nil {
 		t.Fatalf("every partition acknowledged: %v", f)
 	}
 }

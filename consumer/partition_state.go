@@ -136,8 +136,8 @@ type dlqFail struct {
 
 // newPartition makes the state of one assignment; its attempts run under a
 // child of work.
-func newPartition(work context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
-	attempts, cancel := context.WithCancel(work)
+func newPartition(workCtx context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
+	attempts, cancel := context.WithCancel(workCtx)
 	return &partition{
 		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: offsets.NewTracker(),
 		attempts: attempts, cancelAttempts: cancel,

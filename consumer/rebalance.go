@@ -164,7 +164,7 @@ func (c *Consumer) revoke(ctx context.Context, parts []*partition) {
 	cctx, cancel := context.WithDeadline(ctx, c.finalDeadline(time.Now()))
 	defer cancel()
 	if err := c.commit(cctx, parts); err != nil {
-		c.log().Error().Err(err).Str("partitions", names(parts)).
+		c.log().Error().Err(err).Str("partitions", partitionList(parts)).
 			Msg("revoke: final commit failed; the next owner redelivers what this member finished since its last commit")
 	}
 	c.own.release(parts)
@@ -208,8 +208,8 @@ func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]i
 	c.flow.reset(cl, lost)
 }
 
-// names lists partitions as topic/partition, comma-separated.
-func names(parts []*partition) string {
+// partitionList lists partitions as topic/partition, comma-separated.
+func partitionList(parts []*partition) string {
 	out := make([]string, len(parts))
 	for i, p := range parts {
 		out[i] = fmt.Sprintf("%s/%d", p.key.topic, p.key.partition)

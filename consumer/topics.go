@@ -75,7 +75,7 @@ func (w *topicWatch) update(missing []string, now time.Time) {
 	w.missing, w.dlqMissing = consumed, dlq
 	w.mu.Unlock()
 
-	if gone := without(consumed, was); len(gone) > 0 {
+	if gone := minus(consumed, was); len(gone) > 0 {
 		w.log.Warn().Strs("topics", gone).
 			Msg("consumed topics missing: this member gets none of their partitions; create them or fix Config.Topics")
 	}
@@ -83,7 +83,7 @@ func (w *topicWatch) update(missing []string, now time.Time) {
 		w.log.Warn().Strs("topics", []string{w.dlq}).
 			Msg("dead-letter topic missing: a record that fails holds its partition until the topic exists; create it or fix Config.DeadLetterTopic")
 	}
-	found := without(was, consumed)
+	found := minus(was, consumed)
 	if wasDLQ && !dlq {
 		found = append(found, w.dlq)
 	}
@@ -92,8 +92,8 @@ func (w *topicWatch) update(missing []string, now time.Time) {
 	}
 }
 
-// without returns the elements of a not in b.
-func without(a, b []string) []string {
+// minus returns the elements of a not in b.
+func minus(a, b []string) []string {
 	var out []string
 	for _, x := range a {
 		if !slices.Contains(b, x) {
@@ -204,11 +204,11 @@ func (w *topicWatch) updatePark(missing []string, now time.Time) {
 	}
 	w.parkMissing = missing
 	w.mu.Unlock()
-	if gone := without(missing, was); len(gone) > 0 {
+	if gone := minus(missing, was); len(gone) > 0 {
 		w.log.Warn().Strs("topics", gone).
 			Msg("park topics missing: a partition they serve is held at its assignment (nothing of it is handled), and one already owned holds a record it must park until its park topic exists; create them with their source topic's partition count and cleanup.policy=delete, or fix Config.Park.TopicSuffix")
 	}
-	if found := without(was, missing); len(found) > 0 {
+	if found := minus(was, missing); len(found) > 0 {
 		w.log.Info().Strs("topics", found).Msg("topics found: they exist now")
 	}
 }

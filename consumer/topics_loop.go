@@ -145,7 +145,7 @@ func (c *Consumer) dropTopics(bg context.Context, topics []string) bool {
 	c.own.release(parts)
 	c.flow.reset(c.client, tps)
 	if len(parts) > 0 {
-		c.log().Warn().Str("partitions", names(parts)).Int("partitions_busy", len(busy)).Stringer("revoke_timeout", c.cfg.RevokeTimeout).
+		c.log().Warn().Str("partitions", partitionList(parts)).Int("partitions_busy", len(busy)).Stringer("revoke_timeout", c.cfg.RevokeTimeout).
 			Msg("partitions of a topic made again dropped without a commit: their records not handled yet were in the old topic; handlers still running after RevokeTimeout had their contexts cancelled")
 	}
 	return true
