@@ -2,8 +2,11 @@ package consumer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The park writes of one partition failing now, as its PartitionStats and
@@ -73,6 +76,12 @@ func parkWriteReason(ps PartitionStats) string {
 	if ps.Park.WriteError == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s/%d park writes failing for %v: %s: what waits for them holds the partition (a record to park holds its watermark, a parked session its retries); check that the park topic exists, accepts this member's writes and its max.message.bytes",
-		ps.Topic, ps.Partition, ps.Park.WriteFailingFor.Round(time.Second), ps.Park.WriteError)
+	do := "check that the park topic exists, accepts this member's writes and its max.message.bytes"
+	if strings.Contains(ps.Park.WriteError, kerr.UnknownTopicID.Message) {
+		// franz-go writes under the topic ID it learnt first, for as long
+		// as the client lives.
+		do = "the park topic was deleted, perhaps made again: what was parked in it is gone; once it exists, restart this member (its partitions' next take-up fences the new park topic)"
+	}
+	return fmt.Sprintf("%s/%d park writes failing for %v: %s: what waits for them holds the partition (a record to park holds its watermark, a parked session its retries); %s",
+		ps.Topic, ps.Partition, ps.Park.WriteFailingFor.Round(time.Second), ps.Park.WriteError, do)
 }

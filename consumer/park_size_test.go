@@ -266,3 +266,18 @@ func randomBytes(n int) []byte {
 	}
 	return b
 }
+
+// TestParkWriteReasonTopicMadeAgain: a park write failing because its park
+// topic was deleted (franz-go writes under the topic ID it learnt first)
+// says what happened and what to do, not to check the topic's settings.
+func TestParkWriteReasonTopicMadeAgain(t *testing.T) {
+	ps := PartitionStats{Topic: "chats", Partition: 3, Park: ParkStats{WriteFailingFor: 2 * time.Second,
+		WriteError: "write chats.park/3: " + kerr.UnknownTopicID.Error()}}
+	if r := parkWriteReason(ps); !strings.Contains(r, "park topic was deleted") || !strings.Contains(r, "restart this member") {
+		t.Fatalf("reason %q; want the park topic deleted named and a restart advised", r)
+	}
+	ps.Park.WriteError = "write chats.park/3: " + kerr.MessageTooLarge.Error()
+	if r := parkWriteReason(ps); strings.Contains(r, "deleted") || !strings.Contains(r, "max.message.bytes") {
+		t.Fatalf("reason %q; want the topic's settings named", r)
+	}
+}
