@@ -211,9 +211,10 @@ type Config struct {
 	// the partition moves on. Its lane still waits for the stuck handler to
 	// return before running that session's next message. Nothing is
 	// skipped while this member's work is held, nor when the hold ends.
-	// With parking on, StallTimeout must be longer than Park.After (New
-	// refuses it otherwise), so a failing session is parked before its
-	// record could be skipped. Default: false (report only).
+	// With parking on, only a record whose handler attempt is running (a
+	// hung or slow handler) is skipped: one failing between attempts is
+	// parked by its lane (Park.After, Park.AfterAttempts), its session's
+	// order kept. Default: false (report only).
 	SkipStalled bool
 	// DisableCompletedOffsets stops recording, in the commit metadata, the
 	// offsets completed above the committed watermark. With it set, a
@@ -394,9 +395,6 @@ func validatePark(cfg *Config) error {
 		if park == cfg.DeadLetterTopic {
 			return fmt.Errorf("%w: Park.TopicSuffix: the park topic %q of %q is the dead-letter topic", ErrConfig, park, t)
 		}
-	}
-	if cfg.SkipStalled && cfg.StallTimeout <= p.After {
-		return fmt.Errorf("%w: StallTimeout: %v with SkipStalled and Park.Enabled must be longer than Park.After (%v): a session failing for longer than StallTimeout would have its record dead-lettered as stalled before it is parked", ErrConfig, cfg.StallTimeout, p.After)
 	}
 	if cfg.DeadLetterTopic == "" {
 		return fmt.Errorf("%w: DeadLetterTopic: required with Park.Enabled (a parked record that spends its retries is dead-lettered)", ErrConfig)

@@ -34,8 +34,7 @@ func TestParkConfigValidation(t *testing.T) {
 		{"park topic consumed", func(c *Config) { c.Topics = []string{"t", "t.park"} }, "Park.TopicSuffix"},
 		{"park topic is the DLQ", func(c *Config) { c.DeadLetterTopic = "t.park" }, "Park.TopicSuffix"},
 		{"no DLQ", func(c *Config) { c.DeadLetterTopic = ""; c.Retry.Forever = true }, "DeadLetterTopic"},
-		{"skips a stalled record before it parks it", func(c *Config) { c.SkipStalled, c.StallTimeout = true, 5*time.Second }, "StallTimeout"},
-		{"skips a stalled record only after Park.After", func(c *Config) { c.SkipStalled, c.StallTimeout = true, 11*time.Second }, ""},
+		{"skips stalled records, a StallTimeout below Park.After", func(c *Config) { c.SkipStalled, c.StallTimeout = true, 5*time.Second }, ""},
 		{"parks after the retry budget", func(c *Config) { c.Park.AfterAttempts, c.Retry.MaxAttempts = 5, 4 }, ""},
 		{"parks after the whole retry budget (parked when the budget ends)", func(c *Config) {
 			c.Park.AfterAttempts, c.Retry.MaxAttempts, c.Park.After, c.Retry.MaxElapsed = 5, 4, time.Hour, time.Minute

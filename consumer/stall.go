@@ -32,17 +32,29 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 				ev = ev.Str("session", w.session).Int("attempts", attempt)
 			}
 			msg := "partition stalled: one record has held its watermark for StallTimeout (time this member's work was held not counted); "
-			if c.cfg.SkipStalled {
+			switch {
+			case c.cfg.SkipStalled && c.park != nil && !attemptRunning(w, l):
+				msg += "its handler is not running (a retry wait, a park or dead-letter write): with parking on, its lane parks a failing record (Park.After, Park.AfterAttempts) and SkipStalled leaves it; see the partition's Health reasons"
+			case c.cfg.SkipStalled:
 				msg += "SkipStalled dead-letters it (reason stalled) and the partition moves on"
-			} else {
+			default:
 				msg += "the partition waits for it: look at that session's handler (its error or why it does not return)"
 			}
 			ev.Msg(msg)
 		}
-		if c.cfg.SkipStalled && w != nil && c.dlq != nil {
+		if c.cfg.SkipStalled && w != nil && c.dlq != nil && (c.park == nil || attemptRunning(w, l)) {
 			c.skipStalled(bg, w, l)
 		}
 	}
+}
+
+// attemptRunning reports whether w, the record holding its partition, is
+// in a handler attempt in lane l (a hung or slow handler). With parking on,
+// SkipStalled skips only such a record: one failing between attempts is
+// its lane's to park (Park.After, Park.AfterAttempts), with its session's
+// order kept, rather than dead-lettered as stalled.
+func attemptRunning(w *work, l *lane) bool {
+	return l != nil && l.cur.Load() == w && l.since.Load() != 0
 }
 
 // holder finds the work holding p (sequence number seq): running or
