@@ -60,7 +60,7 @@ type Consumer struct {
 	// for concurrent use. Taken after partition.admitMu.
 	userMu   sync.Mutex
 	stop     stopper // when the shutdown began, and what its drain left
-	takeUps  takeUps // partition take-ups under way (shutdown.go)
+	takeUps  takeUps // partition take-ups under way (stopper.go)
 	ran      atomic.Bool
 	returned atomic.Bool // Run returned
 	crashed  atomic.Bool // set by tests to stop committing, as a killed process would

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -284,8 +285,8 @@ func TestParkRetryRebuildKeepsAssignedGeneration(t *testing.T) {
 	p.mu.Lock()
 	held := p.pk.unavailable
 	p.mu.Unlock()
-	if held == nil {
-		t.Error("the retried rebuild of an earlier generation's assignment took the partition over its owner's fence; want it held")
+	if !errors.Is(held, errParkLate) {
+		t.Errorf("the retried rebuild of an earlier generation's assignment: partition held by %v; want it held as late (errParkLate), the owner's fence in force", held)
 	}
 	ends, err := kadm.NewClient(e.client()).ListEndOffsets(ctx, "chats.park")
 	if err != nil {
@@ -300,5 +301,28 @@ func TestParkRetryRebuildKeepsAssignedGeneration(t *testing.T) {
 	replayAll(set, entries)
 	if in := set.InForce(); in.Off != owner {
 		t.Errorf("fence in force at park offset %d (generation %d); want the owner's at %d (generation %d)", in.Off, in.Gen, owner, gen)
+	}
+}
+
+// TestParkLateNotRetried: a partition held because a later owner's fence
+// is in force (errParkLate) is not rebuilt again by the park loop (each
+// try would write a fence that can never be in force), while one held for
+// another cause (a park topic missing) is, once its retry is due.
+func TestParkLateNotRetried(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		err  error
+		due  bool
+	}{
+		{"a later owner's fence", fmt.Errorf("%w: generation 7 in force", errParkLate), false},
+		{"a park topic missing", errors.New("park topic chats.park missing"), true},
+	} {
+		p := newPartition(context.Background(), partKey{"chats", 0}, 1, 10, nil)
+		p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 1}, "g", 1, "classic")
+		p.parkUnavailable(tc.err, now)
+		if due := p.parkRebuildDue(now.Add(time.Minute)); due != tc.due {
+			t.Errorf("%s: rebuild due %v; want %v", tc.name, due, tc.due)
+		}
 	}
 }

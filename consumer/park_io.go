@@ -66,9 +66,9 @@ var errParkTopicBad = errors.New("park topic unfit")
 
 // errParkLate: a later owner's fence is in force in the park partition
 // (a fence of this group protocol above this owner's generation): this
-// member lost the partition while taking it up. Its rebuild is tried
-// again only with a newer generation (retryRebuild), the partition held
-// meanwhile, until franz-go revokes it.
+// member lost the partition while taking it up. The partition is held,
+// its rebuild not tried again (parkRebuildDue: it would only write more
+// fences that can never be in force), until franz-go revokes it.
 var errParkLate = errors.New("park: a later owner's fence is in force: this member lost the partition")
 
 // check verifies the park topic of source: it exists, has the source's
@@ -112,7 +112,7 @@ func (io *parkIO) checkPark(ctx context.Context, adm *kadm.Client, source string
 	}
 	if rc, err := rcs.On(park, nil); err == nil && rc.Err == nil {
 		for _, c := range rc.Configs {
-			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (park_write.go: fit)
+			if c.Key == "max.message.bytes" && c.Value != nil { // the limit parked copies must fit (fit)
 				io.learnLimit(park, *c.Value)
 			}
 			if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {

@@ -13,12 +13,12 @@ import (
 )
 
 // The park write: an entry of a park partition written until it is
-// acknowledged or its partition fenced (parkWrite); a parked copy fitted
-// to its park topic's max.message.bytes, or written as a stub and logged
-// when it cannot fit (fit, logStub;
+// acknowledged or its partition fenced (parkWrite); a copy that could not
+// fit its park topic's max.message.bytes written as a stub, and logged
+// (logStub; the fitting is parkIO.fit,
 // https://github.com/lanesdev/lanes/blob/main/docs/parking.md#limits); a
-// failing write shown in PartitionStats, readiness and the log, like a
-// failing dead-letter write.
+// failing write shown in PartitionStats, readiness and the log
+// (park_fails.go), like a failing dead-letter write.
 
 // parkWriteFailed reports a failed write of park entry rec of partition p
 // (id: its entry among p's failing writes, 0 for a first failure) in

@@ -12,8 +12,9 @@ import (
 
 // The state of one partition for one assignment: its fields, its making
 // and its lock's release. Its rules are partition.go's (admit, start,
-// finish, commit points, stats), backpressure.go's, stall_clock.go's and
-// park_partition.go's.
+// finish, commit points, stats), backpressure.go's, stall_clock.go's,
+// park_partition.go's and park_release.go's (release markers), and
+// oplog.go reads it for its lines.
 
 // parkHeldLocked reports whether p's parked set is unavailable: nothing of
 // p reaches a lane. p.mu held.
@@ -50,7 +51,7 @@ type partKey struct {
 // partition is the state of one partition for one assignment of it, and
 // the rules over that state. Every field below mu is written only by the
 // partition's methods (partition.go, backpressure.go, stall_clock.go,
-// park_partition.go), under mu; each method that changes what the
+// park_partition.go, park_release.go), under mu; each method that changes what the
 // partition holds ends in settle, which decides pause and resume from the
 // state itself, so no path can leave a partition paused with little held or
 // running unbounded with much held.
@@ -107,12 +108,12 @@ type partition struct {
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
 
-	parkWrites parkWriteFails // its park writes failing now, with Config.Park (park_write.go)
+	parkWrites parkWriteFails // its park writes failing now, with Config.Park (park_fails.go)
 
 	commitErr  error     // the error of the last commit of this partition; nil after a success
 	commitFrom time.Time // when its commits started failing
 
-	pk *partPark // parking (park_partition.go); nil when off
+	pk *partPark // parking (park_state.go, its rules park_partition.go); nil when off
 	// parkKept is the park section of the group's commit found with
 	// parking off: kept in every commit, so that turning parking on again
 	// finds what was parked (park_partition.go).

@@ -19,7 +19,7 @@ import (
 type topicWatch struct {
 	consumed []string // Config.Topics
 	dlq      string   // Config.DeadLetterTopic; "" without one
-	park     []string // the park topics, with Config.Park (park_topics.go)
+	park     []string // the park topics, with Config.Park (parkTopics)
 	log      *zerolog.Logger
 
 	mu           sync.Mutex

@@ -12,15 +12,15 @@ import (
 
 // The topic loop: every topicRecheck (at once after a fetch failed with
 // UNKNOWN_TOPIC_ID) it reads whether the consumed, dead-letter and park
-// topics exist and under which IDs (topics.go, park_topics.go), and
-// re-subscribes to a consumed topic made again (topics_recreated.go).
+// topics exist and under which IDs (topics.go), and re-subscribes to a
+// consumed topic made again (the IDs it is read under: topics_recreated.go).
 
 // topicLoop checks the topics when Run starts and again until bg ends:
 // every CommitInterval while one is missing, every topicRecheck otherwise,
 // and as soon as a fetch fails with UNKNOWN_TOPIC_ID (at most every
 // CommitInterval: a deleted topic's fetches fail many times a second). A
 // consumed or dead-letter topic found made again is re-subscribed
-// (topics_recreated.go).
+// (resubscribeRecreated).
 func (c *Consumer) topicLoop(bg context.Context) {
 	for {
 		began := time.Now()

@@ -17,7 +17,7 @@ type work struct {
 	lane    string
 	msg     Message    // handed to the handler; part of work to save an allocation
 	first   attemptCtx // the first attempt's context, likewise
-	// parkRetry marks a retry of the lane's parked head (park_lane.go),
+	// parkRetry marks a retry of the lane's parked head (park_retry.go),
 	// queued by the park loop; rec is nil then.
 	parkRetry bool
 
