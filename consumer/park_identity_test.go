@@ -97,6 +97,24 @@ func parkWorld(t *testing.T, e *env, group, section string, entries ...func(io *
 	}
 }
 
+// allParkEntries reads every entry of park partition chats.park/0 through
+// c's park client.
+func allParkEntries(t *testing.T, e *env, c *Consumer) []loggedEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ends, err := kadm.NewClient(e.client()).ListEndOffsets(ctx, "chats.park")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("chats.park", 0)
+	entries, err := c.park.entries(ctx, "chats.park", 0, 0, end.Offset, func(*kgo.Record, error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
 // committedSection is the park section of group's commit of chats/0.
 func committedSection(t *testing.T, e *env, group string) parkCommit {
 	t.Helper()
@@ -210,18 +228,7 @@ func TestParkLateOwnFence(t *testing.T) {
 	if n := len(rec.snapshot()); n != 0 {
 		t.Errorf("%d handler calls on a partition this member lost; want none", n)
 	}
-	cl := e.client()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "chats.park")
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup("chats.park", 0)
-	entries, err := c.park.entries(ctx, "chats.park", 0, 0, end.Offset, func(*kgo.Record, error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := allParkEntries(t, e, c)
 	if len(entries) < 3 {
 		t.Fatalf("park partition holds %d entries; want the two fences written and this member's own", len(entries))
 	}
@@ -288,15 +295,7 @@ func TestParkRetryRebuildKeepsAssignedGeneration(t *testing.T) {
 	if !errors.Is(held, errParkLate) {
 		t.Errorf("the retried rebuild of an earlier generation's assignment: partition held by %v; want it held as late (errParkLate), the owner's fence in force", held)
 	}
-	ends, err := kadm.NewClient(e.client()).ListEndOffsets(ctx, "chats.park")
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup("chats.park", 0)
-	entries, err := c.park.entries(ctx, "chats.park", 0, 0, end.Offset, func(*kgo.Record, error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := allParkEntries(t, e, c)
 	set := parkset.New(c.cfg.Park.rules(), c.cfg.Group)
 	replayAll(set, entries)
 	if in := set.InForce(); in.Off != owner {
