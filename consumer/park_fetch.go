@@ -14,7 +14,7 @@ import (
 // parkFetchBytes is what one read of a parked copy asks the broker for:
 // the batch holding the copy (a broker returns the first batch of a fetch
 // whatever its size, KIP-74) and what follows it up to this size, for the
-// read-ahead (park_ahead.go). Small, so that a retry whose followers are
+// read-ahead (internal/parkahead). Small, so that a retry whose followers are
 // of no use fetches and decodes little.
 const parkFetchBytes = 64 << 10
 

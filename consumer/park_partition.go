@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkahead"
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -28,7 +29,7 @@ func (p *partition) parkNeeded(rs []*kgo.Record) []*kgo.Record {
 }
 
 // parkAhead is p's read-ahead of parked copies.
-func (p *partition) parkAhead() *readAhead {
+func (p *partition) parkAhead() *parkahead.ReadAhead {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return &p.pk.ahead

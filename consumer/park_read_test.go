@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -396,28 +395,6 @@ func TestParkDrainReadsAhead(t *testing.T) {
 	}
 }
 
-// TestReadAheadBounded: the read-ahead keeps parked copies only, each once,
-// at most parkAheadBytes of them.
-func TestReadAheadBounded(t *testing.T) {
-	copyAt := func(off int64, size int) *kgo.Record {
-		return &kgo.Record{Offset: off, Value: make([]byte, size),
-			Headers: []kgo.RecordHeader{{Key: parkwire.HeaderKind, Value: []byte("record")}}}
-	}
-	marker := &kgo.Record{Offset: 3, Headers: []kgo.RecordHeader{{Key: parkwire.HeaderKind, Value: []byte("done")}}}
-	var ra readAhead
-	ra.keep([]*kgo.Record{copyAt(1, 10), copyAt(2, 10), marker, copyAt(4, parkAheadBytes+1)})
-	if ra.take(3) != nil || ra.take(4) != nil {
-		t.Fatal("kept a marker or a copy larger than the bound")
-	}
-	if ra.take(1) == nil || ra.take(1) != nil {
-		t.Fatal("a kept copy is taken once")
-	}
-	ra.keep([]*kgo.Record{copyAt(5, parkAheadBytes-300)}) // with copy 2 kept, over the bound
-	if ra.take(2) != nil || ra.take(5) == nil || ra.bytes != 0 {
-		t.Fatalf("over the bound the older copies go: %d bytes left", ra.bytes)
-	}
-}
-
 // TestParkReadFailureRetriedLater: a parked head that cannot be read back
 // for now (here every fetch of the park partition answered
 // NOT_LEADER_OR_FOLLOWER) is due again after the park delay, its retry
@@ -469,30 +446,6 @@ func TestParkReadFailureRetriedLater(t *testing.T) {
 	failing.Store(false)
 	makeDue(t, c, stuck)
 	finishUnparked(t, c, rec, stop)
-}
-
-// TestReadAheadKeepsItsOwnCopies: a record decoded from a fetch of
-// uncompressed batches points into the fetch's whole response (up to
-// parkFetchBytes and more): kept as it is, one small copy would hold that
-// response in memory, and the read-ahead's bound would bound nothing (a
-// partition whose heads keep failing held tens of megabytes while counting
-// under one). The read-ahead keeps copies of its own, and counts them.
-func TestReadAheadKeepsItsOwnCopies(t *testing.T) {
-	fetched := make([]byte, parkFetchBytes) // one fetch's response
-	copy(fetched, "key-value-header")
-	rs := []*kgo.Record{{Offset: 7, Key: fetched[0:3:3], Value: fetched[4:9:9], Headers: []kgo.RecordHeader{
-		{Key: parkwire.HeaderKind, Value: []byte("record")}, {Key: "h", Value: fetched[10:16:16]}}}}
-	var ra readAhead
-	ra.keep(rs)
-	clear(fetched) // the response reused or overwritten: the copy must not change
-	r := ra.take(7)
-	if r == nil || string(r.Key) != "key" || string(r.Value) != "value" || string(r.Headers[1].Value) != "header" {
-		t.Fatalf("kept %+v: it shares the fetch's memory", r)
-	}
-	ra.keep(rs)
-	if min := int(unsafe.Sizeof(kgo.Record{})); ra.bytes < min {
-		t.Fatalf("a kept record counts %d bytes; it holds at least %d", ra.bytes, min)
-	}
 }
 
 // TestParkNeededFiltersReadAhead: of the records a head's fetch brought
@@ -559,7 +512,7 @@ func testParkReadWrongEntry(t *testing.T, otherGroup bool) {
 		wrong = other.w.Copy(&kgo.Record{Topic: "chats", Offset: h.SrcOffset, Key: []byte(stuck), Value: []byte("another group's")}, stuck, 0, 1, time.Now(), time.Now(), "")
 	}
 	wrong.Offset = h.ParkOffset
-	p.parkAhead().keep([]*kgo.Record{wrong})
+	p.parkAhead().Keep([]*kgo.Record{wrong})
 	makeDue(t, c, stuck)
 	finishUnparked(t, c, rec, stop)
 	mu.Lock()

@@ -135,7 +135,7 @@ func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int,
 	ctx, cancel := context.WithTimeout(p.attempts, c.cfg.CommitTimeout)
 	defer cancel()
 	ahead := p.parkAhead()
-	r := ahead.take(h.ParkOffset)
+	r := ahead.Take(h.ParkOffset)
 	if r == nil {
 		var after []*kgo.Record
 		var err error
@@ -147,7 +147,7 @@ func (c *Consumer) readParked(p *partition, h parkset.Record) (*kgo.Record, int,
 		if err != nil {
 			return nil, 0, err
 		}
-		ahead.keep(p.parkNeeded(after))
+		ahead.Keep(p.parkNeeded(after))
 	}
 	e, src, err := parkwire.Parse(r)
 	if err == nil && (e.Kind != parkset.KindRecord || e.Src != h.SrcOffset || e.Group != c.cfg.Group) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkahead"
 	"github.com/lanesdev/lanes/consumer/internal/parkset"
 )
 
@@ -35,11 +36,11 @@ type partPark struct {
 	// rebuilt: the parked set was rebuilt; until then the partition's
 	// commits carry the section it found (from), not the set's.
 	rebuilt     bool
-	tail        int64     // where the next look for release markers starts (park_release.go)
-	unavailable error     // the rebuild failed: nothing of the partition starts
-	retryAt     time.Time // when the park loop tries the rebuild again
-	retries     int       // rebuilds failed in a row
-	ahead       readAhead // parked copies read along with a head
+	tail        int64               // where the next look for release markers starts (park_release.go)
+	unavailable error               // the rebuild failed: nothing of the partition starts
+	retryAt     time.Time           // when the park loop tries the rebuild again
+	retries     int                 // rebuilds failed in a row
+	ahead       parkahead.ReadAhead // parked copies read along with a head
 }
 
 // parkCommit is the park section of a commit.

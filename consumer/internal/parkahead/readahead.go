@@ -1,4 +1,4 @@
-package consumer
+package parkahead
 
 import (
 	"sync"
@@ -9,23 +9,21 @@ import (
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
-// parkAheadBytes bounds what a partition's read-ahead holds.
-const parkAheadBytes = 1 << 20
+// MaxBytes bounds what one ReadAhead holds: a partition's.
+const MaxBytes = 1 << 20
 
-// readAhead keeps the parked copies that a read of a parked head brought
-// along (parkIO.readAt fetches up to parkFetchBytes from the head on): a
-// session draining its parked records finds its next heads here instead
-// of asking the broker once per record. A park partition's entries never
-// change, so what is kept stays right; what it holds is bounded by
-// parkAheadBytes per partition, and it goes with the partition.
-type readAhead struct {
+// ReadAhead keeps the parked copies that a read of a parked head brought
+// along (the consumer's park client fetches some 64 KiB from the head on),
+// by park offset, at most MaxBytes of them; it goes with its partition.
+// The zero value is empty and ready; it is safe for concurrent use.
+type ReadAhead struct {
 	mu    sync.Mutex
 	recs  map[int64]*kgo.Record // by park offset
 	bytes int
 }
 
-// take returns and forgets the copy at park offset off, if kept.
-func (ra *readAhead) take(off int64) *kgo.Record {
+// Take returns and forgets the copy at park offset off, if kept.
+func (ra *ReadAhead) Take(off int64) *kgo.Record {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	r := ra.recs[off]
@@ -36,13 +34,13 @@ func (ra *readAhead) take(off int64) *kgo.Record {
 	return r
 }
 
-// keep adds the parked copies among rs (markers are not retried), making
+// Keep adds the parked copies among rs (markers are not retried), making
 // room by forgetting what it held when they would not fit. It keeps copies
 // of its own: a record decoded from a fetch points into the fetch's
 // memory (the whole response, for uncompressed batches, and its batch's
 // records), which one small record kept as it is would hold for as long
 // as it stays, out of the bound's sight.
-func (ra *readAhead) keep(rs []*kgo.Record) {
+func (ra *ReadAhead) Keep(rs []*kgo.Record) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	for _, r := range rs {
@@ -50,10 +48,10 @@ func (ra *readAhead) keep(rs []*kgo.Record) {
 			continue
 		}
 		n := recordBytes(r)
-		if n > parkAheadBytes {
+		if n > MaxBytes {
 			continue
 		}
-		if ra.bytes+n > parkAheadBytes {
+		if ra.bytes+n > MaxBytes {
 			clear(ra.recs)
 			ra.bytes = 0
 		}
@@ -98,4 +96,11 @@ func ownCopy(r *kgo.Record) *kgo.Record {
 		c.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: bytes(h.Value)} // a key is a string of its own (kbin copies it)
 	}
 	return c
+}
+
+// Bytes is what ra holds now, as counted against MaxBytes.
+func (ra *ReadAhead) Bytes() int {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	return ra.bytes
 }
