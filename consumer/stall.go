@@ -33,7 +33,7 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 			}
 			msg := "partition stalled: one record has held its watermark for StallTimeout (time this member's work was held not counted); "
 			switch {
-			case c.cfg.SkipStalled && c.park != nil && !attemptRunning(w, l):
+			case c.cfg.SkipStalled && c.park != nil && w != nil && !attemptRunning(w, l):
 				msg += "its handler is not running (a retry wait, a park or dead-letter write): with parking on, its lane parks a failing record (Park.After, Park.AfterAttempts) and SkipStalled leaves it; see the partition's Health reasons"
 			case c.cfg.SkipStalled:
 				msg += "SkipStalled dead-letters it (reason stalled) and the partition moves on"
