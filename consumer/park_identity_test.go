@@ -2,8 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -235,93 +233,6 @@ func TestParkLateOwnFence(t *testing.T) {
 	for _, le := range entries {
 		if le.e.Reset {
 			t.Errorf("a reset fence at park offset %d: this member put itself in force over the partition's owner", le.off)
-		}
-	}
-}
-
-// TestParkRetryRebuildKeepsAssignedGeneration: a rebuild retried by the
-// park loop (retryRebuild) for a partition this member was assigned in an
-// earlier generation fences with that generation, not the one the member
-// is in now. A member that lost the partition meanwhile is in the same
-// generation as the partition's new owner (classic: one generation for the
-// group; KIP-848: the epoch it reconciled to when it revoked): a fence of
-// that generation landing after the owner's would be admitted (an equal
-// generation is not a late write) and put it in force over the owner's,
-// whose later entries every rebuild would then ignore.
-func TestParkRetryRebuildKeepsAssignedGeneration(t *testing.T) {
-	e := newEnv(t, 1, "chats", "chats.park", "dlq")
-	cfg := e.config("g-retry-gen", "chats")
-	cfg.Park.Enabled = true
-	c, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	defer func() {
-		if err := stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	var gen int32
-	eventually(t, "the member in its group with chats/0", func() bool {
-		if len(c.Stats().Partitions) != 1 { // c.client is set before any assignment
-			return false
-		}
-		_, gen = c.client.GroupMetadata()
-		return gen > 0
-	})
-	// The member's commit names its park position and its own fence: a
-	// rebuild from it reads every fence written later.
-	eventually(t, "a committed park position", func() bool {
-		return committedSection(t, e, "g-retry-gen").pos > 0
-	})
-	// The partition's owner now, in the generation this member is in,
-	// writes its fence; this member's take-up of chats/0 was an earlier
-	// generation's.
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	owner, err := c.park.write(ctx, c.park.w.Fence("chats", 0, gen, "classic", "", false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 100, func(*partition) {})
-	p.enablePark(c.cfg.Park.rules(), c.cfg.Group, gen-1, "classic")
-	p.parkUnavailable(errors.New("park topic missing at the assignment"), time.Now())
-	c.retryRebuild(ctx, p)
-
-	p.mu.Lock()
-	held := p.pk.unavailable
-	p.mu.Unlock()
-	if !errors.Is(held, errParkLate) {
-		t.Errorf("the retried rebuild of an earlier generation's assignment: partition held by %v; want it held as late (errParkLate), the owner's fence in force", held)
-	}
-	entries := allParkEntries(t, e, c)
-	set := parkset.New(c.cfg.Park.rules(), c.cfg.Group)
-	replayAll(set, entries)
-	if in := set.InForce(); in.Off != owner {
-		t.Errorf("fence in force at park offset %d (generation %d); want the owner's at %d (generation %d)", in.Off, in.Gen, owner, gen)
-	}
-}
-
-// TestParkLateNotRetried: a partition held because a later owner's fence
-// is in force (errParkLate) is not rebuilt again by the park loop (each
-// try would write a fence that can never be in force), while one held for
-// another cause (a park topic missing) is, once its retry is due.
-func TestParkLateNotRetried(t *testing.T) {
-	now := time.Now()
-	for _, tc := range []struct {
-		name string
-		err  error
-		due  bool
-	}{
-		{"a later owner's fence", fmt.Errorf("%w: generation 7 in force", errParkLate), false},
-		{"a park topic missing", errors.New("park topic chats.park missing"), true},
-	} {
-		p := newPartition(context.Background(), partKey{"chats", 0}, 1, 10, nil)
-		p.enablePark(parkset.Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 1}, "g", 1, "classic")
-		p.parkUnavailable(tc.err, now)
-		if due := p.parkRebuildDue(now.Add(time.Minute)); due != tc.due {
-			t.Errorf("%s: rebuild due %v; want %v", tc.name, due, tc.due)
 		}
 	}
 }

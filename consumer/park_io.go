@@ -66,9 +66,9 @@ var errParkTopicBad = errors.New("park topic unfit")
 
 // errParkLate: a later owner's fence is in force in the park partition
 // (a fence of this group protocol above this owner's generation): this
-// member lost the partition while taking it up. The partition is held,
-// its rebuild not tried again (parkRebuildDue: it would only write more
-// fences that can never be in force), until franz-go revokes it.
+// member lost the partition while taking it up. Its rebuild is tried
+// again with the generation the member is in then (retryRebuild), the
+// partition held meanwhile, until franz-go revokes it.
 var errParkLate = errors.New("park: a later owner's fence is in force: this member lost the partition")
 
 // check verifies the park topic of source: it exists, has the source's

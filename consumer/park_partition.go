@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -218,12 +217,11 @@ func (p *partition) parkUnavailable(err error, now time.Time) {
 	p.pk.retries++
 }
 
-// parkRebuildDue reports whether the park loop should try p's rebuild now:
-// never after it found a later owner's fence in force (errParkLate).
+// parkRebuildDue reports whether the park loop should try p's rebuild now.
 func (p *partition) parkRebuildDue(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.parkHeldLocked() && !p.fenced && !now.Before(p.pk.retryAt) && !errors.Is(p.pk.unavailable, errParkLate)
+	return p.parkHeldLocked() && !p.fenced && !now.Before(p.pk.retryAt)
 }
 
 // parkAvailable ends the hold after a rebuild succeeded: the stash drains

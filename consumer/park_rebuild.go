@@ -74,19 +74,19 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 
 // retryRebuild tries again the rebuild of a partition held since its
 // assignment's failed (the park topic created late, say), within twice
-// CommitTimeout; on success the partition's stash goes to its lanes. A
-// member that lost p while this ran finds the new owner's fence in force
-// and keeps p held (errParkLate) until franz-go revokes it.
+// CommitTimeout; on success the partition's stash goes to its lanes.
 func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
 	defer cancel()
-	// The fence carries the generation p was assigned in, not the one the
-	// member is in now: a member that lost p meanwhile is in the same
-	// generation as p's new owner (classic: the group's; KIP-848: the
-	// epoch it reconciled to when it revoked p), and a fence of it landing
-	// after the owner's would be admitted and put in force over it. No
-	// later owner's fence can be in force while this member still owns p,
-	// so the assigned generation is never too low for a true owner.
+	if _, gen := c.client.GroupMetadata(); gen > 0 {
+		// Still the owner after a rebalance since the assignment: its
+		// fence carries the generation it is in now. (A member that kept
+		// p through a rebalance whose other claimant was gone finds that
+		// claimant's fence, of an earlier generation than its own now.)
+		p.mu.Lock()
+		p.pk.gen = max(p.pk.gen, gen)
+		p.mu.Unlock()
+	}
 	ids, err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
 	if err == nil {
 		err = c.rebuildPark(ctx, c.client, p, ids)
