@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
@@ -199,4 +200,66 @@ func TestParkRebuiltRecordKeepsSource(t *testing.T) {
 			got.Timestamp, got.LeaderEpoch, got.ProducerID, got.ProducerEpoch,
 			src.Timestamp, src.LeaderEpoch, src.ProducerID, src.ProducerEpoch)
 	}
+}
+
+// TestParkRetriedRebuildDrains: a rebuild retried by the park loop counts
+// as running work of its partition while it runs, so that a revoke's
+// drain waits for it: its fence, of the generation the member is in then,
+// lands before the partition can go to a new owner of that generation
+// (whose fence, later, is then the one in force), never after.
+func TestParkRetriedRebuildDrains(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	sessions := sessionNames(2)
+	e.produce("chats", sessions, 1)
+	rec := newRecorder(len(sessions), nil)
+	cfg := e.config("g-park-retry-drains", "chats")
+	cfg.Park.Enabled = true
+	cfg.CommitTimeout = 500 * time.Millisecond // the missing topic is looked for 1s
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	eventually(t, "partition held: no park topic", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Error != ""
+	})
+	// The retried rebuild's fence write waits until the test releases it.
+	names := e.topicNames()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		for _, rt := range kreq.(*kmsg.ProduceRequest).Topics {
+			// chats.park is made after names were read: the one topic
+			// written whose ID they lack.
+			if rt.Topic == "chats.park" || rt.Topic == "" && names[rt.TopicID] == "" {
+				once.Do(func() { close(held) })
+				e.c.SleepControl(func() { <-release }) // an injected slow write, not a synchronisation
+			}
+		}
+		return nil, nil, false
+	})
+	if _, err := kadm.NewClient(e.client()).CreateTopic(context.Background(), 1, 1, nil, "chats.park"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(testTimeout):
+		t.Fatal("the retried rebuild wrote no fence")
+	}
+	p := c.own.all()[0]
+	p.mu.Lock()
+	running := p.running
+	p.mu.Unlock()
+	close(release)
+	if running < 1 {
+		t.Fatalf("partition running %d while its retried rebuild writes its fence; want it counted (a revoke's drain waits for it)", running)
+	}
+	rec.wait(t)
 }

@@ -27,8 +27,13 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 			looked = now
 		}
 		for _, p := range c.own.all() {
-			if p.parkRebuildDue(now) {
+			// A retried rebuild is running work of its partition: a revoke's
+			// drain waits for it, so its fence, of the generation the member
+			// is in now, lands before the partition goes to a new owner of
+			// that generation, whose later fence is then in force.
+			if p.parkRebuildDue(now) && p.startExtra() {
 				c.retryRebuild(ctx, p)
+				p.finishExtra()
 			}
 			for _, lane := range p.parkDue(now) {
 				c.parkLoopQueued.Add(1)

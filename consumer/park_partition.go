@@ -183,8 +183,9 @@ func (p *partition) parkEpoch() int64 {
 	return p.pk.set.Epoch()
 }
 
-// startExtra counts a parked record's retry as running work of the
-// partition (a revoke's drain waits for it); false when fenced.
+// startExtra counts a parked record's retry, or a retried rebuild, as
+// running work of the partition (a revoke's drain waits for it); false
+// when fenced.
 func (p *partition) startExtra() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
