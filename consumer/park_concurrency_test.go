@@ -154,18 +154,7 @@ func TestParkUnavailableRecovers(t *testing.T) {
 	sessions := sessionNames(3)
 	e.produce("chats", sessions, 2)
 	rec := newRecorder(len(sessions)*2, nil)
-	cfg := e.config("g-park-late-topic", "chats")
-	cfg.Park.Enabled = true
-	cfg.CommitTimeout = 500 * time.Millisecond // the missing topic is looked for 1s
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
-	eventually(t, "partition held", func() bool {
-		st := c.Stats()
-		return len(st.Partitions) == 1 && st.Partitions[0].Park.Error != ""
-	})
+	_, stop := startHeldWithoutParkTopic(t, e, "g-park-late-topic", rec)
 	if _, err := kadm.NewClient(e.client()).CreateTopic(context.Background(), 1, 1, nil, "chats.park"); err != nil {
 		t.Fatal(err)
 	}
@@ -212,23 +201,12 @@ func TestParkRetriedRebuildDrains(t *testing.T) {
 	sessions := sessionNames(2)
 	e.produce("chats", sessions, 1)
 	rec := newRecorder(len(sessions), nil)
-	cfg := e.config("g-park-retry-drains", "chats")
-	cfg.Park.Enabled = true
-	cfg.CommitTimeout = 500 * time.Millisecond // the missing topic is looked for 1s
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startHeldWithoutParkTopic(t, e, "g-park-retry-drains", rec)
 	defer func() {
 		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	eventually(t, "partition held: no park topic", func() bool {
-		st := c.Stats()
-		return len(st.Partitions) == 1 && st.Partitions[0].Park.Error != ""
-	})
 	// The retried rebuild's fence write waits until the test releases it.
 	names := e.topicNames()
 	held, release := make(chan struct{}), make(chan struct{})
@@ -262,4 +240,24 @@ func TestParkRetriedRebuildDrains(t *testing.T) {
 		t.Fatalf("partition running %d while its retried rebuild writes its fence; want it counted (a revoke's drain waits for it)", running)
 	}
 	rec.wait(t)
+}
+
+// startHeldWithoutParkTopic starts a consumer of group with parking on
+// over chats, whose park topic does not exist yet, and waits until its
+// partition is held for it (the park loop then retries the rebuild).
+func startHeldWithoutParkTopic(t *testing.T, e *env, group string, h Handler) (*Consumer, func() error) {
+	t.Helper()
+	cfg := e.config(group, "chats")
+	cfg.Park.Enabled = true
+	cfg.CommitTimeout = 500 * time.Millisecond // the missing topic is looked for 1s
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "partition held: no park topic", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Error != ""
+	})
+	return c, stop
 }
