@@ -149,12 +149,13 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			bo = nil
 			continue // the breaker is open, or the member holds its work: the next pass waits
 		}
-		wait, dead, ok := c.afterFailure(head, head.msg.Attempt-excusedN, &bo, cause, span, nil)
-		if dead {
-			head.p.finish(head.seq, ok)
+		wait, reason := c.failed(cause, head.msg.Attempt-excusedN, &bo)
+		if reason != "" {
+			head.p.finish(head.seq, c.deadLetterEnd(head, cause, reason, span))
 			b, bo, excusedN = b[1:], nil, 0
 			continue
 		}
+		c.retrying(head, cause, wait, span)
 		head.msg.Attempt++
 		head.p.waitRetry(head.seq, wait) // fenced or skipped meanwhile: settle drops it
 	}

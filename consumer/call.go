@@ -50,6 +50,15 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 	return span, c.h.Handle(ctx, m)
 }
 
+// track makes actx the lane's running attempt, for holdWork (gate.go), and cancels
+// it at once when a hold began before it was seen there.
+func (c *Consumer) track(l *lane, actx *attemptCtx) {
+	l.actx.Store(actx)
+	if c.member.gate() != nil {
+		actx.cancel(context.Canceled)
+	}
+}
+
 // noSpan is the non-recording span used when tracing is disabled.
 var noSpan = trace.SpanFromContext(context.Background())
 

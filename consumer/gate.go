@@ -175,15 +175,6 @@ func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error)
 	return false
 }
 
-// track makes actx the lane's running attempt, for holdWork, and cancels
-// it at once when a hold began before it was seen there.
-func (c *Consumer) track(l *lane, actx *attemptCtx) {
-	l.actx.Store(actx)
-	if c.member.gate() != nil {
-		actx.cancel(context.Canceled)
-	}
-}
-
 // silenceWait holds w's lane while the member holds its work. It reports
 // false when w's partition was fenced or w got done meanwhile (no attempt
 // is to be made).

@@ -1,0 +1,114 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lanesdev/lanes/tracing"
+)
+
+// A record given up to the dead-letter topic by its lane (deliver.go,
+// batch.go): its copy written, retried for as long as the partition is
+// ours, and the record marked done once the broker acknowledged it. The
+// writer itself is deadletter.go.
+
+// deadLetterEnd dead-letters w's record for reason and ends the span of
+// its last attempt, which failed with err. It reports whether the broker
+// acknowledged the copy.
+func (c *Consumer) deadLetterEnd(w *work, err error, reason Reason, span trace.Span) bool {
+	done := c.deadLetter(w, &w.msg, err, reason, span)
+	if done && span.IsRecording() {
+		span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
+			attribute.String("lanes.dlq.reason", string(reason)), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
+	}
+	tracing.EndProcess(span, err)
+	return done
+}
+
+// deadLetter writes w's record to the DLQ and, once the broker acknowledged
+// it, marks it done. It holds the record's claim, so the stall skipper
+// never writes a second copy; a record the skipper finished first is left
+// alone (false). A failed write is retried for as long as the partition is
+// ours: progress is never bought with data. A retriable failure is retried
+// with backoff; one that is not holds the partition, reported in Stats and
+// the log, and is tried again every Retry.MaxInterval, until an operator
+// acts (a dead-letter copy that cannot be written, in
+// https://github.com/lanesdev/lanes/blob/main/docs/consumer.md).
+func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, span trace.Span) bool {
+	w.claim.Lock()
+	defer w.claim.Unlock()
+	if w.p.isDone(w.seq) {
+		return false // skipped as stalled: the skipper wrote its copy
+	}
+	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = c.cfg.Retry.InitialInterval
+	bo.MaxInterval = c.cfg.Retry.MaxInterval
+	bo.MaxElapsedTime = 0
+	for {
+		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
+		err := c.dlq.write(ctx, rec)
+		cancel()
+		if err == nil {
+			w.p.markDone(w.seq) // also clears the partition's record of failed writes
+			c.stats.deadLettered(reason)
+			l := c.recordLog(span, w)
+			l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Msg("record dead-lettered")
+			return true
+		}
+		if w.p.isFenced() {
+			c.dlqGivenUp(w, span, err)
+			return false
+		}
+		wait := c.reportDLQFailure(w, span, err)
+		if retriable(err) {
+			wait = bo.NextBackOff()
+		}
+		if !w.p.waitRetry(w.seq, wait) {
+			return false
+		}
+	}
+}
+
+// dlqGivenUp reports a failed DLQ write of w's record whose partition is
+// being given up (revoked, lost, shutting down): no retry; the record is
+// left undone, the shutdown names it in ErrUnfinished, and the partition's
+// next owner runs it again.
+func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
+	if errors.Is(err, context.Canceled) { // ended by the revoke or shutdown: no failure
+		w.p.dlqCut(w.seq, w.rec.Offset, time.Now())
+		l := c.recordLog(span, w)
+		l.Info().Str("dlq", c.cfg.DeadLetterTopic).
+			Msg("dead-letter write ended by the revoke or shutdown before the broker answered: the record is left undone; its next owner runs it again")
+		return
+	}
+	c.stats.dlqFailures.Add(1)
+	w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
+	l := c.recordLog(span, w)
+	l.Warn().Err(err).Str("dlq", c.cfg.DeadLetterTopic).
+		Msg("dead-letter write failed while the partition is given up (revoke or shutdown): the record is left undone; its next owner runs it again")
+}
+
+// reportDLQFailure counts and reports a failed DLQ write of w's record, and
+// returns the wait before the next try of a write that is not retriable.
+func (c *Consumer) reportDLQFailure(w *work, span trace.Span, err error) time.Duration {
+	c.stats.dlqFailures.Add(1)
+	first := w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
+	l := c.recordLog(span, w)
+	switch {
+	case !retriable(err) && first:
+		c.stats.dlqBlocked.Add(1)
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Int("dlq_max_message_bytes", c.dlq.limit).
+			Msg("dead-letter copy cannot be written (not retriable): partition held; see PartitionStats.DeadLetterError")
+	case first:
+		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Msg("dead-letter write failed; retrying, partition held")
+	default:
+		l.Debug().Err(err).Msg("dead-letter write failed again")
+	}
+	return c.cfg.Retry.MaxInterval
+}
