@@ -1,0 +1,213 @@
+package regrow
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Part names a partition of a topic.
+type Part struct {
+	Topic     string
+	Partition int32
+}
+
+// Wait is a moved session waiting on its new partition for the group to
+// pass its records on its old ones.
+type Wait struct {
+	At      Part
+	Session string
+	// Level is the count the session's record is stamped with: it waits
+	// for the records of the old partitions stamped with older counts.
+	Level int
+	Since time.Time
+	// Old are the old partitions (of At.Topic) and, once measured, the end
+	// offset each had when the wait began (-1 until then).
+	Old []Barrier
+	// Released is closed when the wait ends.
+	Released chan struct{}
+	waiters  int
+}
+
+// Barrier is an old partition and the offset its floor for the wait's
+// level must reach (Floors).
+type Barrier struct {
+	Partition int32
+	End       int64
+}
+
+type waitKey struct {
+	at      Part
+	session string
+}
+
+// Holds are a member's waits of moved sessions, and the sessions released
+// on each partition it owns. Safe for concurrent use.
+type Holds struct {
+	mu       sync.Mutex
+	waits    map[waitKey]*Wait
+	released map[Part]map[string]struct{}
+}
+
+// Enter makes session on partition at wait for its old partitions old
+// (from OldHomes), at now, unless it was released there since the member
+// owns at. It returns nil when the session need not wait; else the wait,
+// shared with the session's other records that wait. Each non-nil return
+// is paired with one Leave.
+func (h *Holds) Enter(at Part, session string, level int, old []int32, now time.Time) *Wait {
+	if len(old) == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.released[at][session]; ok {
+		return nil
+	}
+	k := waitKey{at, session}
+	w := h.waits[k]
+	if w == nil {
+		w = &Wait{At: at, Session: session, Level: level, Since: now, Released: make(chan struct{})}
+		for _, q := range old {
+			w.Old = append(w.Old, Barrier{Partition: q, End: -1})
+		}
+		if h.waits == nil {
+			h.waits = map[waitKey]*Wait{}
+		}
+		h.waits[k] = w
+	}
+	w.waiters++
+	return w
+}
+
+// Leave ends one record's part in w: the wait is forgotten when no record
+// is in it (released, or its partition given up).
+func (h *Holds) Leave(w *Wait) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.waiters--; w.waiters == 0 {
+		k := waitKey{w.At, w.Session}
+		if h.waits[k] == w {
+			delete(h.waits, k)
+		}
+	}
+}
+
+// Unmeasured lists, per topic, the old partitions whose end offsets a
+// wait still needs.
+func (h *Holds) Unmeasured() map[string][]int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string][]int32{}
+	for _, w := range h.waits {
+		for _, b := range w.Old {
+			if b.End < 0 && !slices.Contains(out[w.At.Topic], b.Partition) {
+				out[w.At.Topic] = append(out[w.At.Topic], b.Partition)
+			}
+		}
+	}
+	return out
+}
+
+// Measured gives the waits that need one the end offset of (topic, q),
+// listed after they began.
+func (h *Holds) Measured(topic string, q int32, end int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.waits {
+		if w.At.Topic != topic {
+			continue
+		}
+		for i := range w.Old {
+			if w.Old[i].Partition == q && w.Old[i].End < 0 {
+				w.Old[i].End = end
+			}
+		}
+	}
+}
+
+// Release ends every wait whose barriers the old partitions' floors have
+// reached, and remembers its session as released on its partition. floor
+// reports the floor of (topic, q) for a level, as q's owner last committed
+// it (false: none known). It returns how many waits it ended.
+func (h *Holds) Release(floor func(topic string, q int32, level int) (int64, bool)) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for k, w := range h.waits {
+		if !passed(w, floor) {
+			continue
+		}
+		if h.released == nil {
+			h.released = map[Part]map[string]struct{}{}
+		}
+		if h.released[w.At] == nil {
+			h.released[w.At] = map[string]struct{}{}
+		}
+		h.released[w.At][w.Session] = struct{}{}
+		close(w.Released)
+		delete(h.waits, k)
+		n++
+	}
+	return n
+}
+
+func passed(w *Wait, floor func(string, int32, int) (int64, bool)) bool {
+	for _, b := range w.Old {
+		if b.End < 0 {
+			return false
+		}
+		if f, ok := floor(w.At.Topic, b.Partition, w.Level); !ok || f < b.End {
+			return false
+		}
+	}
+	return true
+}
+
+// Forget drops what the member knew of partition at (it lost it): the
+// sessions released there wait again under a next owner, which cannot
+// know them.
+func (h *Holds) Forget(at Part) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.released, at)
+}
+
+// Settled ends topic's change: its waits are released (every record
+// stamped older than its newest count is handled) and the sessions
+// released on its partitions are forgotten, as nothing of it waits again.
+func (h *Holds) Settled(topic string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for p := range h.released {
+		if p.Topic == topic {
+			delete(h.released, p)
+		}
+	}
+	for k, w := range h.waits {
+		if k.at.Topic == topic {
+			close(w.Released)
+			delete(h.waits, k)
+		}
+	}
+}
+
+// Snapshot lists the waits, oldest first.
+func (h *Holds) Snapshot() []Wait {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Wait, 0, len(h.waits))
+	for _, w := range h.waits {
+		c := *w
+		c.Old = slices.Clone(w.Old)
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Wait) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+// Len is the number of sessions waiting.
+func (h *Holds) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waits)
+}

@@ -1,0 +1,274 @@
+package regrow
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lanesdev/lanes/hashring"
+)
+
+// TestHoldModel runs the hold-and-release rule in a randomized world and
+// checks every session's records against the order they were produced in
+// (the reference), and that everything is handled in the end.
+//
+// The world: sessions whose producers (one per session, as lanes' ordering
+// assumes) learn a growth at random moments after it; the topic grows once
+// or twice; the member reads each partition up to a fetched position that
+// advances at random, commits its contiguous watermarks at random
+// moments (the rule reads committed offsets, which lag), learns counts
+// from stamps and from the commits of others, measures end offsets late,
+// loses released sessions at random (a rebalance: the next owner knows
+// none), and settles a change once its producers all moved and the old
+// partitions' commits passed their ends measured after that.
+func TestHoldModel(t *testing.T) {
+	seeds := 400
+	if testing.Short() {
+		seeds = 150
+	}
+	for seed := range uint64(seeds) {
+		if err := runHoldModel(seed); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+type mrec struct {
+	session int
+	seq     int
+	pl      hashring.Placement
+	handled bool
+}
+
+type world struct {
+	rng       *rand.Rand
+	scheme    hashring.Scheme
+	logs      [][]*mrec // per partition
+	count     int       // the topic's count now
+	prodCount []int     // the count each session's producer hashes over
+	seqs      []int     // records produced per session
+	handled   []int     // records handled per session
+	fetched   []int     // per partition: how far the member has read
+	committed []int64   // per partition: the group's committed offset
+	hist      History
+	floors    []*Floors           // per partition
+	published []map[int]int64     // per partition: the floors its last commit carried
+	holds     Holds
+	waiting   map[waitKey]*Wait // the wait each lane head is in
+	measureAt map[int32]int64   // the change's settle barriers, once measured
+	now       time.Time
+}
+
+func runHoldModel(seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	w := &world{rng: rng, scheme: hashring.Scheme(1 + rng.IntN(2)), count: 1 + rng.IntN(4), now: time.Unix(1_000_000, 0)}
+	sessions := 3 + rng.IntN(12)
+	w.prodCount = make([]int, sessions)
+	w.seqs = make([]int, sessions)
+	w.handled = make([]int, sessions)
+	for i := range w.prodCount {
+		w.prodCount[i] = w.count
+	}
+	w.grow(w.count) // the partitions
+	w.hist.Observe(w.count, w.now)
+	w.waiting = map[waitKey]*Wait{}
+	growths := 1 + rng.IntN(2)
+	for step := 0; step < 600; step++ {
+		w.now = w.now.Add(time.Millisecond)
+		switch r := rng.IntN(100); {
+		case r < 30:
+			w.produce(rng.IntN(sessions))
+		case r < 32 && growths > 0:
+			growths--
+			w.grow(w.count + 1 + rng.IntN(5))
+		case r < 40:
+			s := rng.IntN(sessions)
+			w.prodCount[s] = w.count // this session's producer learns the count
+		case r < 50:
+			w.fetch(rng.IntN(len(w.logs)), 1+rng.IntN(4))
+		case r < 58:
+			w.commit()
+		case r < 62:
+			w.measure()
+		case r < 66:
+			w.holds.Release(w.floorOf)
+		case r < 68:
+			w.holds.Forget(Part{"t", int32(rng.IntN(len(w.logs)))})
+		case r < 70:
+			w.settle()
+		default:
+			if err := w.handleSome(); err != nil {
+				return err
+			}
+		}
+	}
+	// Drain: producers all moved, no more records; everything must end.
+	for s := range w.prodCount {
+		w.prodCount[s] = w.count
+	}
+	for i := 0; i < 20_000; i++ {
+		w.now = w.now.Add(time.Millisecond)
+		for p := range w.logs {
+			w.fetch(p, len(w.logs[p]))
+		}
+		if err := w.handleSome(); err != nil {
+			return err
+		}
+		w.commit()
+		w.measure()
+		w.holds.Release(w.floorOf)
+		w.settle()
+		if w.done() {
+			return nil
+		}
+	}
+	return fmt.Errorf("stuck: handled %v of %v; %d waiting; history %+v", w.handled, w.seqs, w.holds.Len(), w.hist)
+}
+
+func (w *world) grow(n int) {
+	for len(w.logs) < n {
+		w.logs = append(w.logs, nil)
+		w.fetched = append(w.fetched, 0)
+		w.committed = append(w.committed, 0)
+		w.floors = append(w.floors, NewFloors(0))
+		w.published = append(w.published, nil)
+	}
+	w.count = n
+}
+
+func (w *world) produce(s int) {
+	pl := hashring.Placement{Scheme: w.scheme, Count: w.prodCount[s]}
+	p, _ := pl.Partition(key(s), pl.Count)
+	w.logs[p] = append(w.logs[p], &mrec{session: s, seq: w.seqs[s], pl: pl})
+	w.seqs[s]++
+}
+
+func key(s int) []byte { return fmt.Appendf(nil, "session-%d", s) }
+
+func (w *world) fetch(p, n int) {
+	to := min(len(w.logs[p]), w.fetched[p]+n)
+	for o := w.fetched[p]; o < to; o++ {
+		w.floors[p].Add(int64(o), w.logs[p][o].pl.Count)
+	}
+	w.fetched[p] = to
+}
+
+// commit publishes each partition's watermark and, during a change, its
+// floors, as its owner's commit does.
+func (w *world) commit() {
+	for p, log := range w.logs {
+		o := 0
+		for o < len(log) && log[o].handled {
+			o++
+		}
+		w.committed[p] = int64(o)
+		w.published[p] = nil
+		if w.hist.Changing() {
+			w.published[p] = map[int]int64{}
+			for level := 1; level <= 32; level++ {
+				w.published[p][level] = w.floors[p].Floor(level, int64(o), int64(w.fetched[p]))
+			}
+		}
+	}
+}
+
+func (w *world) floorOf(_ string, q int32, level int) (int64, bool) {
+	f, ok := w.published[q][level]
+	return f, ok
+}
+
+func (w *world) measure() {
+	for _, q := range w.holds.Unmeasured()["t"] {
+		w.holds.Measured("t", q, int64(len(w.logs[q])))
+	}
+}
+
+// settle ends a change the way the consumer does: once every producer
+// hashes over the newest count (the grace period), the old partitions'
+// ends are measured, and once the commits passed them the history keeps
+// the newest count only.
+func (w *world) settle() {
+	if !w.hist.Changing() || slices.ContainsFunc(w.prodCount, func(c int) bool { return c != w.count }) {
+		return
+	}
+	if w.measureAt == nil {
+		w.measureAt = map[int32]int64{}
+		for q := range w.hist.Counts[len(w.hist.Counts)-2] {
+			w.measureAt[int32(q)] = int64(len(w.logs[q]))
+		}
+		return
+	}
+	for q, end := range w.measureAt {
+		if f, ok := w.floorOf("t", q, w.hist.Newest()); !ok || f < end {
+			return
+		}
+	}
+	w.hist.Settle()
+	w.holds.Settled("t")
+	w.measureAt = nil
+}
+
+// handleSome lets each partition's member try the head of one random
+// session lane: a fetched record whose session has nothing earlier
+// unhandled on that partition.
+func (w *world) handleSome() error {
+	for p := range w.logs {
+		var heads []int
+		seen := map[int]bool{}
+		for o := 0; o < w.fetched[p]; o++ {
+			r := w.logs[p][o]
+			if !r.handled && !seen[r.session] {
+				seen[r.session] = true
+				heads = append(heads, o)
+			}
+		}
+		if len(heads) == 0 {
+			continue
+		}
+		o := heads[w.rng.IntN(len(heads))]
+		if err := w.try(int32(p), w.logs[p][o]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) try(p int32, r *mrec) error {
+	k := waitKey{Part{"t", p}, fmt.Sprint(r.session)}
+	if wt := w.waiting[k]; wt != nil {
+		select {
+		case <-wt.Released:
+			w.holds.Leave(wt)
+			delete(w.waiting, k)
+		default:
+			return nil // still waiting
+		}
+	} else {
+		if w.hist.Learn([]int{r.pl.Count}, time.Time{}, w.now) && w.measureAt != nil {
+			w.measureAt = nil // a newer change: its grace starts again
+		}
+		if wt := w.holds.Enter(k.at, k.session, r.pl.Count, OldHomes(w.hist, r.pl, key(r.session), p), w.now); wt != nil {
+			w.waiting[k] = wt
+			return nil
+		}
+	}
+	if r.seq != w.handled[r.session] {
+		return fmt.Errorf("session %d: record %d handled after %d (on partition %d, stamped %v; history %+v)",
+			r.session, r.seq, w.handled[r.session]-1, p, r.pl, w.hist)
+	}
+	r.handled = true
+	w.handled[r.session]++
+	w.floors[p].Done(int64(slices.Index(w.logs[p], r)))
+	return nil
+}
+
+func (w *world) done() bool {
+	for s := range w.seqs {
+		if w.handled[s] != w.seqs[s] {
+			return false
+		}
+	}
+	return true
+}
