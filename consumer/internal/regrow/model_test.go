@@ -53,8 +53,8 @@ type world struct {
 	fetched   []int     // per partition: how far the member has read
 	committed []int64   // per partition: the group's committed offset
 	hist      History
-	floors    []*Floors           // per partition
-	published []map[int]int64     // per partition: the floors its last commit carried
+	floors    []*Floors       // per partition
+	published []map[int]int64 // per partition: the floors its last commit carried
 	holds     Holds
 	waiting   map[waitKey]*Wait // the wait each lane head is in
 	measureAt map[int32]int64   // the change's settle barriers, once measured
