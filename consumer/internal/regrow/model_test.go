@@ -150,7 +150,7 @@ func key(s int) []byte { return fmt.Appendf(nil, "session-%d", s) }
 func (w *world) fetch(p, n int) {
 	to := min(len(w.logs[p]), w.fetched[p]+n)
 	for o := w.fetched[p]; o < to; o++ {
-		w.floors[p].Add(int64(o), w.logs[p][o].pl.Count)
+		w.floors[p].Add(uint64(o), int64(o), w.logs[p][o].pl.Count)
 	}
 	w.fetched[p] = to
 }
@@ -168,7 +168,7 @@ func (w *world) commit() {
 		if w.hist.Changing() {
 			w.published[p] = map[int]int64{}
 			for level := 1; level <= 32; level++ {
-				w.published[p][level] = w.floors[p].Floor(level, int64(o), int64(w.fetched[p]))
+				w.published[p][level] = w.floors[p].Floor(level, func(seq uint64) bool { return log[seq].handled }, int64(o), int64(w.fetched[p]))
 			}
 		}
 	}
@@ -260,7 +260,6 @@ func (w *world) try(p int32, r *mrec) error {
 	}
 	r.handled = true
 	w.handled[r.session]++
-	w.floors[p].Done(int64(slices.Index(w.logs[p], r)))
 	return nil
 }
 
