@@ -104,6 +104,10 @@ type Config struct {
 	// records without spending retry budget and one probe runs at a time.
 	// Default: off (see BreakerPolicy and its Default* constants).
 	Breaker BreakerPolicy
+	// Growth keeps each session's order when a consumed topic's partition
+	// count grows (records of lanes' producer). Default: on (see
+	// GrowthPolicy and its Default* constants).
+	Growth GrowthPolicy
 
 	// Traces and metrics (OpenTelemetry).
 	//
@@ -346,6 +350,9 @@ func (cfg Config) validate() (Config, error) {
 		}
 	} else if cfg.Breaker != (BreakerPolicy{}) {
 		return bad("Breaker", "fields are set but Breaker.Enabled is false: set Enabled to turn the breaker on, or leave the policy empty")
+	}
+	if cfg.Growth, err = cfg.Growth.withDefaults(); err != nil {
+		return cfg, err
 	}
 	if !cfg.Park.Enabled && cfg.Park != (ParkPolicy{}) {
 		return bad("Park", "fields are set but Park.Enabled is false: set Enabled to turn parking on, or leave the policy empty")

@@ -27,6 +27,10 @@ func (c *Consumer) process(l *lane, w *work) {
 	if c.park != nil && c.forwardParked(w) {
 		return
 	}
+	if !c.movedWait(w) {
+		w.p.finish(w.seq, false) // fenced while its session waited for its old partition
+		return
+	}
 	done, out := c.deliver(l, w)
 	if out.cause != nil {
 		done = c.parkOut(w, out.cause, out.attempts, out.first, out.at, "")

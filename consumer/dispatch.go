@@ -77,6 +77,7 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 	filtered, prior, cut := p.admit(recs, hwm, drop, func(i int, seq uint64) {
 		w := &slab[n]
 		w.rec, w.p, w.seq = recs[i], p, seq
+		w.placed, w.moves = p.growAdmitLocked(recs[i], seq)
 		n++
 	})
 	out := slab[:n]

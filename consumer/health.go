@@ -67,6 +67,7 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 	if c.cfg.Park.Enabled {
 		h.Reasons = append(h.Reasons, parkReasons(st.Partitions, c.cfg.Park.HealthAge)...)
 	}
+	h.Reasons = append(h.Reasons, growthReasons(st.Growing, c.cfg.Growth.HealthAge)...)
 	if r := commitReason(st.Partitions, now); r != "" {
 		h.Reasons = append(h.Reasons, r)
 	}

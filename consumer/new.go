@@ -56,6 +56,7 @@ func build(cfg Config) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, own: newOwners(), flow: newFlow(),
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
+	c.grow = newGrowth()
 	c.held = &hold.Clock{}
 	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})

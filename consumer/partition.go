@@ -193,8 +193,9 @@ func (p *partition) raiseHWM(end int64) {
 // commitPoint is what one commit says for one partition.
 type commitPoint struct {
 	offset  int64  // the watermark: the next offset to read
-	meta    string // completed offsets above it (internal/offsets)
+	meta    string // completed offsets above it (internal/offsets), then the growth and park sections
 	version uint64 // the tracker version it covers
+	grow    string // its growth section (growth.go)
 }
 
 // toCommit returns what to commit, or false when the partition is
@@ -208,16 +209,17 @@ func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	if p.released || p.parkUnreadLocked() {
 		return commitPoint{}, false
 	}
-	if p.tr.Version() != p.committedVersion {
-		cp := commitPoint{offset: p.tr.Watermark(), version: p.tr.Version()}
+	grow := p.growMetaLocked()
+	if p.tr.Version() != p.committedVersion || grow != p.grow.committed {
+		cp := commitPoint{offset: p.tr.Watermark(), version: p.tr.Version(), grow: grow}
 		if metaMax > 0 {
-			cp.meta = offsets.EncodeMetadata(cp.offset, p.tr.Completed(), metaMax-p.parkRoomLocked())
+			cp.meta = offsets.EncodeMetadata(cp.offset, p.tr.Completed(), metaMax-p.parkRoomLocked()-len(grow))
 		}
-		cp.meta = p.parkMetaLocked(cp.meta, cp.offset)
+		cp.meta = p.parkMetaLocked(cp.meta+grow, cp.offset)
 		if cp.offset >= 0 && (cp.offset != p.committed || cp.meta != p.committedMeta) {
 			return cp, true
 		}
-		p.committedVersion = cp.version // the last commit already says all of it
+		p.committedVersion, p.grow.committed = cp.version, grow // the last commit already says all of it
 	}
 	p.commitErr = nil
 	return commitPoint{}, false
@@ -227,7 +229,7 @@ func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 // commit of the partition is superseded.
 func (p *partition) committedAt(cp commitPoint) {
 	p.mu.Lock()
-	p.committed, p.committedMeta, p.committedVersion = cp.offset, cp.meta, cp.version
+	p.committed, p.committedMeta, p.committedVersion, p.grow.committed = cp.offset, cp.meta, cp.version, cp.grow
 	p.commitErr = nil
 	p.mu.Unlock()
 }

@@ -113,6 +113,8 @@ type partition struct {
 	commitErr  error     // the error of the last commit of this partition; nil after a success
 	commitFrom time.Time // when its commits started failing
 
+	grow partGrow // its part in a growth of its topic (growth_partition.go)
+
 	pk *partPark // parking (park_state.go, its rules park_partition.go); nil when off
 	// parkKept is the park section of the group's commit found with
 	// parking off: kept in every commit, so that turning parking on again

@@ -27,6 +27,7 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	c.takeUps.begin()
 	defer c.takeUps.end()
 	parts := c.own.assign(assigned, c.cfg.MaxBufferedRecords, c.flow.mark)
+	c.growAssigned(parts, nil)
 	c.stats.rebalances.Add(1)
 	c.flow.reset(cl, assigned)
 	_, gen := cl.GroupMetadata()
@@ -64,6 +65,8 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		parkUnread(parts)
 		return
 	}
+	c.growAssigned(nil, resps)
+	c.observeCounts(cctx, adm, parts)
 	var fresh, kept []*partition
 	for _, p := range parts {
 		t, id := p.key.topic, p.key.partition
@@ -116,6 +119,20 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 		c.log().Warn().Err(err).Msg("assign: cannot list start positions; they are committed once records arrive")
 		return
 	}
+	if added := c.newPartitions(parts); len(added) > 0 && c.cfg.StartOffset == StartLatest {
+		if starts, err := adm.ListStartOffsets(ctx, topics...); err == nil {
+			for _, p := range added {
+				if o, ok := starts.Lookup(p.key.topic, p.key.partition); ok && o.Err == nil {
+					offs[p.key.topic][p.key.partition] = o // added since the group last committed: read from its start
+				}
+			}
+			c.log().Info().Str("partitions", partitionList(added)).
+				Msg("assign: partitions added to the topic since the group's commits are read from their start (StartLatest applies to partitions the group had)")
+		} else {
+			c.log().Warn().Err(err).Str("partitions", partitionList(added)).
+				Msg("assign: cannot list the start of partitions added since the group's commits; they start at their end, and what was produced to them before is not handled")
+		}
+	}
 	for _, p := range parts {
 		if o, ok := offs.Lookup(p.key.topic, p.key.partition); ok && o.Err == nil {
 			p.startAt(o.Offset)
@@ -154,6 +171,7 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 	if parts := c.own.lookup(revoked); len(parts) > 0 {
 		c.logRevoked(parts)
 		c.revoke(ctx, parts)
+		c.growForget(parts)
 		c.flow.reset(cl, revoked)
 	}
 }
@@ -204,7 +222,9 @@ func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]i
 		c.log().Warn().Strs("partitions", names).Str("group", c.cfg.Group).
 			Msg("partitions lost: dropping them without a commit; records since their last commit are redelivered")
 	}
-	c.own.release(c.own.lookup(lost))
+	parts := c.own.lookup(lost)
+	c.own.release(parts)
+	c.growForget(parts)
 	c.flow.reset(cl, lost)
 }
 

@@ -77,7 +77,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// (drainOnStop) whatever the poll loop is doing meanwhile.
 	pollCtx, endPoll := context.WithCancel(ctx)
 	defer endPoll()
-	bg.Add(7)
+	bg.Add(8)
 	go func() { defer bg.Done(); c.lanes.retireLoop(bgCtx) }()
 	go func() { defer bg.Done(); c.flow.run(bgCtx.Done()) }()
 	go func() { defer bg.Done(); c.commitLoop(bgCtx) }()
@@ -85,6 +85,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); c.silenceLoop(c.stop.done) }()
 	go func() { defer bg.Done(); c.drainOnStop(pollCtx, stopBg) }()
 	go func() { defer bg.Done(); c.topicLoop(bgCtx) }()
+	go func() { defer bg.Done(); c.growthLoop(bgCtx) }()
 	if c.park != nil {
 		bg.Add(1)
 		go func() { defer bg.Done(); c.parkLoop(bgCtx) }()

@@ -35,13 +35,13 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr hold.Rea
 	sc := &p.stall
 	wm := p.tr.Watermark()
 	offset, pending := p.tr.HeldBy()
-	if wm != sc.lastWM || !pending || p.fenced {
+	head, _ := p.tr.Head()
+	if wm != sc.lastWM || !pending || p.fenced || p.movedHeadLocked(head) { // a moved session's wait is no stall
 		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.Total, sampled: now, held: hr.On != 0}
 		return stallSample{}
 	}
 	sc.counted = max(now.Sub(sc.movedAt)-(hr.Total-sc.heldBase), 0)
 	sc.sampled, sc.held = now, hr.On != 0
-	head, _ := p.tr.Head()
 	s := stallSample{offset: offset, seq: head, counted: sc.counted, since: sc.movedAt}
 	if sc.held {
 		return s // a hold is not a stall

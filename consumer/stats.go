@@ -71,6 +71,13 @@ type Stats struct {
 	// Breaker is the circuit breaker's state (Config.Breaker); its zero
 	// value when the breaker is off.
 	Breaker BreakerStats `json:"breaker"`
+	// Growing lists the consumed topics whose partition count changed
+	// and whose change is not settled, with this member's sessions
+	// waiting for their old partitions (Config.Growth).
+	Growing []GrowthStats `json:"growing"`
+	// MovedReleased counts the waits of moved sessions that ended with
+	// their old partitions handled.
+	MovedReleased int64 `json:"moved_released"`
 }
 
 // PartitionStats describes one owned partition.
@@ -148,6 +155,7 @@ type PartitionStats struct {
 }
 
 type counters struct {
+	movedReleased  atomic.Int64
 	processed      atomic.Int64
 	retries        atomic.Int64
 	filtered       atomic.Int64

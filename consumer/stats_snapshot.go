@@ -27,6 +27,8 @@ func (c *Consumer) Stats() Stats {
 		Commits:            s.commits.Load(),
 		CommitFailures:     s.commitFailures.Load(),
 		Breaker:            breakerStats(c.brk, time.Now()),
+		MovedReleased:      s.movedReleased.Load(),
+		Growing:            c.growthStats(time.Now()),
 	}
 	if n := out.Commits + out.CommitFailures; n > 0 {
 		out.CommitLatency = time.Duration(s.commitNanos.Load() / n)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
+	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -17,6 +18,11 @@ type work struct {
 	lane    string
 	msg     Message    // handed to the handler; part of work to save an allocation
 	first   attemptCtx // the first attempt's context, likewise
+	// placed is the record's placement stamp (zero: none); moves says it
+	// was read during a change of its topic's partition count, so its
+	// session may have to wait for its old partition (growth_loop.go).
+	placed hashring.Placement
+	moves  bool
 	// parkRetry marks a retry of the lane's parked head (park_retry.go),
 	// queued by the park loop; rec is nil then.
 	parkRetry bool

@@ -129,6 +129,15 @@ func (t *Tracker) Watermark() int64 {
 	return t.start
 }
 
+// Next returns the offset after the newest fetched record: the next one
+// read (the start position before any fetch; -1 if unknown).
+func (t *Tracker) Next() int64 {
+	if t.next >= 0 {
+		return t.next
+	}
+	return t.start
+}
+
 // Pending returns how many fetched records are not yet done or are done
 // above an unfinished one: the records the watermark is waiting on.
 func (t *Tracker) Pending() int { return int(t.tail - t.head) }

@@ -20,6 +20,9 @@ type History struct {
 	// Since is when the newest count was first known, while there are
 	// older ones (zero otherwise).
 	Since time.Time
+	// Settled says that a change to the newest count was settled: every
+	// record stamped with an older count is handled.
+	Settled bool
 }
 
 // ErrBadSegment is returned by ParseSegment for text that is not a
@@ -52,6 +55,9 @@ func (h *History) Learn(counts []int, since, now time.Time) bool {
 		h.Counts = slices.Insert(h.Counts, i, c)
 		changed = true
 	}
+	if h.Newest() > before {
+		h.Settled = false
+	}
 	switch {
 	case !h.Changing():
 		h.Since = time.Time{}
@@ -79,15 +85,16 @@ func (h *History) Observe(count int, now time.Time) bool {
 	return h.Learn([]int{count}, time.Time{}, now)
 }
 
-// Settle ends the change: only the newest count is kept.
+// Settle ends the change: only the newest count is kept, settled.
 func (h *History) Settle() {
 	if n := h.Newest(); n > 0 {
-		*h = History{Counts: []int{n}}
+		*h = History{Counts: []int{n}, Settled: true}
 	}
 }
 
-// Segment is h as a commit's metadata carries it: "8", or "2,8@<since in
-// Unix milliseconds>" during a change; "" when unknown.
+// Segment is h as a commit's metadata carries it: "8", "8!" once a change
+// to 8 settled, or "2,8@<since in Unix milliseconds>" during a change; ""
+// when unknown.
 func (h History) Segment() string {
 	if len(h.Counts) == 0 {
 		return ""
@@ -102,14 +109,19 @@ func (h History) Segment() string {
 	if h.Changing() {
 		b.WriteByte('@')
 		b.WriteString(strconv.FormatInt(h.Since.UnixMilli(), 10))
+	} else if h.Settled {
+		b.WriteByte('!')
 	}
 	return b.String()
 }
 
 // ParseSegment reads a Segment.
 func ParseSegment(s string) (History, error) {
-	list, at, timed := strings.Cut(s, "@")
 	var h History
+	list, at, timed := strings.Cut(s, "@")
+	if l, ok := strings.CutSuffix(list, "!"); ok && !timed {
+		list, h.Settled = l, true
+	}
 	for f := range strings.SplitSeq(list, ",") {
 		c, err := strconv.Atoi(f)
 		if err != nil || c < 1 || len(h.Counts) > 0 && c <= h.Newest() || len(h.Counts) >= maxCounts {
@@ -117,7 +129,7 @@ func ParseSegment(s string) (History, error) {
 		}
 		h.Counts = append(h.Counts, c)
 	}
-	if timed != h.Changing() {
+	if timed != h.Changing() || h.Settled && h.Changing() {
 		return History{}, fmt.Errorf("%w: %q", ErrBadSegment, s)
 	}
 	if timed {

@@ -11,13 +11,13 @@ import (
 
 func TestSegmentRoundTrip(t *testing.T) {
 	at := time.UnixMilli(1_733_333_333_000)
-	for _, h := range []History{{Counts: []int{8}}, {Counts: []int{2, 8}, Since: at}, {Counts: []int{2, 4, 8}, Since: at}} {
+	for _, h := range []History{{Counts: []int{8}}, {Counts: []int{8}, Settled: true}, {Counts: []int{2, 8}, Since: at}, {Counts: []int{2, 4, 8}, Since: at}} {
 		got, err := ParseSegment(h.Segment())
-		if err != nil || !slices.Equal(got.Counts, h.Counts) || !got.Since.Equal(h.Since) {
+		if err != nil || !slices.Equal(got.Counts, h.Counts) || !got.Since.Equal(h.Since) || got.Settled != h.Settled {
 			t.Fatalf("ParseSegment(%q) = %+v, %v; want %+v", h.Segment(), got, err, h)
 		}
 	}
-	for _, s := range []string{"", "0", "8,2@1", "2,8", "8@1", "2,8@", "2,8@-1", "x", "2,2@1"} {
+	for _, s := range []string{"", "0", "8,2@1", "2,8", "8@1", "2,8@", "2,8@-1", "x", "2,2@1", "2,8!", "2,8@1!", "!"} {
 		if _, err := ParseSegment(s); !errors.Is(err, ErrBadSegment) {
 			t.Errorf("ParseSegment(%q) err = %v, want ErrBadSegment", s, err)
 		}
@@ -44,7 +44,7 @@ func TestLearn(t *testing.T) {
 	}
 	h.Learn([]int{5}, time.Time{}, t0)
 	h.Settle()
-	if !slices.Equal(h.Counts, []int{5}) || !h.Since.IsZero() {
+	if !slices.Equal(h.Counts, []int{5}) || !h.Since.IsZero() || !h.Settled || h.Segment() != "5!" {
 		t.Fatalf("settled: %+v", h)
 	}
 }

@@ -108,13 +108,14 @@ func (h *Holds) Unmeasured() map[string][]int32 {
 	return out
 }
 
-// Measured gives the waits that need one the end offset of (topic, q),
-// listed after they began.
-func (h *Holds) Measured(topic string, q int32, end int64) {
+// Measured gives the waits that need one, and began before asOf, the end
+// offset of (topic, q) a listing sent at asOf returned: a wait that began
+// later may wait for a record the listing did not see.
+func (h *Holds) Measured(topic string, q int32, end int64, asOf time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, w := range h.waits {
-		if w.At.Topic != topic {
+		if w.At.Topic != topic || !w.Since.Before(asOf) {
 			continue
 		}
 		for i := range w.Old {

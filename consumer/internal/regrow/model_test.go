@@ -181,7 +181,7 @@ func (w *world) floorOf(_ string, q int32, level int) (int64, bool) {
 
 func (w *world) measure() {
 	for _, q := range w.holds.Unmeasured()["t"] {
-		w.holds.Measured("t", q, int64(len(w.logs[q])))
+		w.holds.Measured("t", q, int64(len(w.logs[q])), w.now.Add(time.Nanosecond))
 	}
 }
 

@@ -1,0 +1,282 @@
+package consumer
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lanesdev/lanes/consumer/internal/regrow"
+)
+
+// The consumer's knowledge of a growth of a consumed topic's partition
+// count (the rules: internal/regrow): each topic's history of counts, the
+// moved sessions waiting, the floors the group's commits carry for the old
+// partitions, and the ends a change settles at. The growth loop
+// (growth_loop.go) reads commits and end offsets and releases the waits;
+// partitions track their stamped records (growth_partition.go).
+//
+// Lock order: a partition's mu before growth.mu; growth.mu is never held
+// while taking another lock but the Holds' own.
+
+// growth is what the member knows of its topics' partition counts.
+type growth struct {
+	mu     sync.Mutex
+	topics map[string]*topicGrowth
+	holds  regrow.Holds
+	kick   chan struct{} // a wait began or a change became known: the loop looks now
+}
+
+// topicGrowth is one topic's part. newest and changing are read on the
+// record path without growth.mu.
+type topicGrowth struct {
+	newest   atomic.Int64
+	changing atomic.Bool
+
+	// Guarded by growth.mu.
+	hist   regrow.History
+	seen   map[int32]growCommit // what the group's last commits read say, per partition
+	settle map[int32]int64      // the old partitions' ends measured once Grace passed; nil before
+	told   int                  // the newest count whose change was logged
+}
+
+// growCommit is the growth section of one partition's commit: its
+// committer's history and, during a change, its floors for the levels
+// hist.Counts[1:].
+type growCommit struct {
+	hist   regrow.History
+	floors []int64
+}
+
+func newGrowth() *growth {
+	return &growth{topics: map[string]*topicGrowth{}, kick: make(chan struct{}, 1)}
+}
+
+// topic returns topic's part, made on first use.
+func (g *growth) topic(name string) *topicGrowth {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.topicLocked(name)
+}
+
+func (g *growth) topicLocked(name string) *topicGrowth {
+	t := g.topics[name]
+	if t == nil {
+		t = &topicGrowth{}
+		g.topics[name] = t
+	}
+	return t
+}
+
+// learn merges counts known since since into topic's history (observe:
+// the topic's count from its metadata, which also tells a topic made
+// again). It reports the history after, and whether a change became known
+// by it.
+func (g *growth) learn(topic string, counts []int, since time.Time, observe int, now time.Time) (regrow.History, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.topicLocked(topic)
+	was := t.hist.Changing()
+	before := t.hist.Newest()
+	t.hist.Learn(counts, since, now)
+	if observe > 0 {
+		t.hist.Observe(observe, now)
+	}
+	if t.hist.Newest() != before {
+		t.settle = nil // a newer count: its grace starts again
+	}
+	t.newest.Store(int64(t.hist.Newest()))
+	t.changing.Store(t.hist.Changing())
+	started := !was && t.hist.Changing()
+	if started {
+		select {
+		case g.kick <- struct{}{}:
+		default:
+		}
+	}
+	return t.hist, started
+}
+
+// history is topic's history now.
+func (g *growth) history(topic string) regrow.History {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t := g.topics[topic]; t != nil {
+		h := t.hist
+		h.Counts = slices.Clone(h.Counts)
+		return h
+	}
+	return regrow.History{}
+}
+
+// readCommits takes in the growth sections of the group's commits (every
+// partition of the topics this member knows): their histories teach it
+// counts, their floors release waits, and a settled newest count settles
+// its own change.
+func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled []string) {
+	type learnt struct {
+		counts []int
+		since  time.Time
+	}
+	g.mu.Lock()
+	var learn []struct {
+		topic string
+		l     learnt
+	}
+	for topic, parts := range resps {
+		t := g.topics[topic]
+		if t == nil {
+			continue
+		}
+		t.seen = map[int32]growCommit{}
+		for q, r := range parts {
+			if r.Err != nil || r.At < 0 {
+				continue
+			}
+			gc, ok := splitGrowMeta(r.Metadata)
+			if !ok {
+				continue
+			}
+			t.seen[q] = gc
+			if gc.hist.Settled && gc.hist.Newest() == t.hist.Newest() && t.hist.Changing() {
+				settled = append(settled, topic)
+			}
+			learn = append(learn, struct {
+				topic string
+				l     learnt
+			}{topic, learnt{gc.hist.Counts, gc.hist.Since}})
+		}
+	}
+	g.mu.Unlock()
+	for _, l := range learn {
+		g.learn(l.topic, l.l.counts, l.l.since, 0, now)
+	}
+	slices.Sort(settled)
+	return slices.Compact(settled)
+}
+
+// floorOf is the floor of (topic, q) for level as its committer last said
+// it: +inf when it settled a change to level or newer.
+func (g *growth) floorOf(topic string, q int32, level int) (int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.topics[topic]
+	if t == nil {
+		return 0, false
+	}
+	gc, ok := t.seen[q]
+	switch {
+	case !ok:
+		return 0, false
+	case gc.hist.Settled && gc.hist.Newest() >= level:
+		return math.MaxInt64, true
+	}
+	for i, c := range gc.hist.Counts[1:] {
+		if c >= level && i < len(gc.floors) {
+			return gc.floors[i], true // the smallest level at or above: its floor is no higher
+		}
+	}
+	return 0, false
+}
+
+// settleTopic ends topic's change: its waits are released, and its
+// partitions drop their floors at their next commit.
+func (g *growth) settleTopic(topic string) regrow.History {
+	g.mu.Lock()
+	t := g.topicLocked(topic)
+	t.hist.Settle()
+	t.settle = nil
+	t.changing.Store(false)
+	h := t.hist
+	g.mu.Unlock()
+	g.holds.Settled(topic)
+	return h
+}
+
+// Commit metadata: the growth section, before the park section:
+// ";grow1:<history segment>" and, during a change, ":<floor>,…", the
+// partition's floors for the history's counts after the oldest.
+const growMetaSep = ";grow1:"
+
+// growMeta is the growth section of a commit with history h and floors.
+func growMeta(h regrow.History, floors []int64) string {
+	seg := h.Segment()
+	if seg == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(growMetaSep)
+	b.WriteString(seg)
+	for i, f := range floors {
+		if i == 0 {
+			b.WriteByte(':')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(f, 10))
+	}
+	return b.String()
+}
+
+// splitGrowMeta reads the growth section of commit metadata (the park
+// section, after it, cut off); ok is false when there is none or it is
+// not one this version reads.
+func splitGrowMeta(meta string) (growCommit, bool) {
+	_, sec, found := strings.Cut(meta, growMetaSep)
+	if !found {
+		return growCommit{}, false
+	}
+	sec, _, _ = strings.Cut(sec, parkMetaSep)
+	seg, fl, hasFloors := strings.Cut(sec, ":")
+	h, err := regrow.ParseSegment(seg)
+	if err != nil || hasFloors != h.Changing() {
+		return growCommit{}, false
+	}
+	gc := growCommit{hist: h}
+	if hasFloors {
+		for f := range strings.SplitSeq(fl, ",") {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || v < 0 {
+				return growCommit{}, false
+			}
+			gc.floors = append(gc.floors, v)
+		}
+		if len(gc.floors) != len(h.Counts)-1 {
+			return growCommit{}, false
+		}
+	}
+	return gc, true
+}
+
+// cutGrowMeta removes the growth section from commit metadata, for the
+// readers of the sections around it.
+func cutGrowMeta(meta string) string {
+	before, sec, found := strings.Cut(meta, growMetaSep)
+	if !found {
+		return meta
+	}
+	if _, park, ok := strings.Cut(sec, parkMetaSep); ok {
+		return before + parkMetaSep + park
+	}
+	return before
+}
+
+// announce logs each change the member learnt of since it last looked.
+func (g *growth) announce(l *zerolog.Logger) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, t := range g.topics {
+		if !t.hist.Changing() || t.told == t.hist.Newest() {
+			continue
+		}
+		t.told = t.hist.Newest()
+		l.Info().Str("topic", name).Ints("counts", t.hist.Counts).Time("since", t.hist.Since).
+			Msg("growth: the topic's partition count changed; a session it moved waits on its new partition until the group has handled its records on the old one (Stats.Growing); docs/operations.md, adding partitions to a live topic")
+	}
+}

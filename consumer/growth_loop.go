@@ -1,0 +1,268 @@
+package consumer
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lanesdev/lanes/consumer/internal/regrow"
+)
+
+// The growth loop and the moved sessions' waits: a record of a session
+// that a topic's growth moved waits on its new partition (movedWait) until
+// the loop, reading the group's commits, finds that the session's old
+// partitions have handled what was produced there before it; the loop
+// also settles a change once producers had Grace to learn the new count
+// (the rules: internal/regrow; the state: growth.go).
+
+// growAssigned gives newly assigned partitions their part in their
+// topics' growth, and learns the topics' histories from the group's
+// commits (resps, every partition's; nil when they could not be read).
+func (c *Consumer) growAssigned(parts []*partition, resps kadm.OffsetResponses) {
+	for _, p := range parts {
+		p.mu.Lock()
+		p.grow.g, p.grow.t, p.grow.track = c.grow, c.grow.topic(p.key.topic), !c.cfg.Growth.Off
+		p.mu.Unlock()
+	}
+	if resps != nil {
+		c.settleFrom(c.grow.readCommits(resps, time.Now()))
+	}
+}
+
+// growForget drops the sessions released on parts, which the member
+// gives up: their next owner cannot know them, and makes them wait again.
+func (c *Consumer) growForget(parts []*partition) {
+	for _, p := range parts {
+		c.grow.holds.Forget(regrow.Part{Topic: p.key.topic, Partition: p.key.partition})
+	}
+}
+
+// observeCounts learns the partition counts of parts' topics from their
+// metadata: a count the group's commits do not know starts a change.
+func (c *Consumer) observeCounts(ctx context.Context, adm *kadm.Client, parts []*partition) {
+	var topics []string
+	for _, p := range parts {
+		if !slices.Contains(topics, p.key.topic) {
+			topics = append(topics, p.key.topic)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		c.log().Debug().Err(err).Strs("topics", topics).Msg("assign: cannot read the topics' partition counts; the records' stamps tell them")
+		return
+	}
+	now := time.Now()
+	for _, d := range td {
+		if d.Err == nil && len(d.Partitions) > 0 {
+			c.grow.learn(d.Topic, nil, time.Time{}, len(d.Partitions), now)
+		}
+	}
+}
+
+// newPartitions returns, of fresh (partitions the group has no commit
+// for), those their topic did not have before a change the member knows
+// of: they are read from their start whatever StartOffset says, as their
+// records are all newer than the group.
+func (c *Consumer) newPartitions(fresh []*partition) []*partition {
+	var out []*partition
+	for _, p := range fresh {
+		if h := c.grow.history(p.key.topic); h.Changing() && int(p.key.partition) >= h.Counts[0] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// movedWait holds w, a started record, while its session waits as moved
+// by a growth of its topic. It reports false when the partition was
+// fenced meanwhile (no attempt is to be made).
+func (c *Consumer) movedWait(w *work) bool {
+	if !w.moves {
+		return true
+	}
+	at := regrow.Part{Topic: w.p.key.topic, Partition: w.p.key.partition}
+	old := regrow.OldHomes(c.grow.history(at.Topic), w.placed, w.rec.Key, at.Partition)
+	wt := c.grow.holds.Enter(at, w.lane, w.placed.Count, old, time.Now())
+	if wt == nil {
+		return true
+	}
+	defer c.grow.holds.Leave(wt)
+	c.grow.poke()
+	w.p.movedWaiting(w.seq, true)
+	defer w.p.movedWaiting(w.seq, false)
+	for {
+		if !w.p.waitFor(w.seq, time.Minute, wt.Released) {
+			return false
+		}
+		select {
+		case <-wt.Released:
+			return true
+		default:
+		}
+	}
+}
+
+// poke wakes the growth loop.
+func (g *growth) poke() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// growthLoop looks every CommitInterval, and at once when a wait begins or
+// a change becomes known, while a change or a wait is on: it measures the
+// ends the waits and settles need, reads the group's commits, releases the
+// waits whose old partitions passed their ends, and settles changes. It
+// runs until bg ends.
+func (c *Consumer) growthLoop(bg context.Context) {
+	t := time.NewTicker(c.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-bg.Done():
+			return
+		case <-t.C:
+		case <-c.grow.kick:
+		}
+		if c.grow.active() {
+			c.growthTick(bg, time.Now())
+		}
+	}
+}
+
+// growthTick is one look of the growth loop.
+func (c *Consumer) growthTick(bg context.Context, now time.Time) {
+	ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
+	defer cancel()
+	adm := kadm.NewClient(c.client)
+	if topics := c.grow.endsWanted(now, c.cfg.Growth.Grace); len(topics) > 0 {
+		asOf := time.Now()
+		ends, err := adm.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			c.log().Debug().Err(err).Strs("topics", topics).Msg("growth: cannot list end offsets; trying again")
+			return
+		}
+		c.grow.measured(ends, asOf, c.cfg.Growth.Grace)
+	}
+	resps, err := adm.FetchOffsets(ctx, c.cfg.Group)
+	if err != nil {
+		c.log().Debug().Err(err).Msg("growth: cannot read the group's commits; trying again")
+		return
+	}
+	c.settleFrom(c.grow.readCommits(resps, now))
+	if n := c.grow.holds.Release(c.grow.floorOf); n > 0 {
+		c.stats.movedReleased.Add(int64(n))
+	}
+	c.settleFrom(c.grow.settleDue())
+	c.grow.announce(c.log())
+}
+
+// settleFrom ends the changes of topics: their waits are released.
+func (c *Consumer) settleFrom(topics []string) {
+	for _, t := range topics {
+		h := c.grow.settleTopic(t)
+		c.log().Info().Str("topic", t).Int("partitions", h.Newest()).
+			Msg("growth settled: the group has handled every record placed with the topic's older partition counts; sessions are no longer checked for a move")
+	}
+}
+
+// active reports whether a change or a wait is on.
+func (g *growth) active() bool {
+	if g.holds.Len() > 0 {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range g.topics {
+		if t.hist.Changing() {
+			return true
+		}
+	}
+	return false
+}
+
+// endsWanted lists the topics whose end offsets a wait still needs, or
+// whose change is due to settle (Grace passed) and not yet measured.
+func (g *growth) endsWanted(now time.Time, grace time.Duration) []string {
+	var out []string
+	for t := range g.holds.Unmeasured() {
+		out = append(out, t)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, t := range g.topics {
+		if t.hist.Changing() && t.settle == nil && !now.Before(t.hist.Since.Add(grace)) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// measured takes in a listing of end offsets sent at asOf: the waits that
+// began before it get their barriers, the changes due to settle their
+// ends, and the topics' counts are learnt.
+func (g *growth) measured(ends kadm.ListedOffsets, asOf time.Time, grace time.Duration) {
+	for topic, parts := range ends {
+		for q, o := range parts {
+			if o.Err == nil {
+				g.holds.Measured(topic, q, o.Offset, asOf)
+			}
+		}
+		g.learn(topic, nil, time.Time{}, len(parts), asOf)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+next:
+	for topic, parts := range ends {
+		t := g.topics[topic]
+		if t == nil || !t.hist.Changing() || t.settle != nil || asOf.Before(t.hist.Since.Add(grace)) {
+			continue
+		}
+		settle := map[int32]int64{}
+		for q := range int32(t.hist.Counts[len(t.hist.Counts)-2]) {
+			o, ok := parts[q]
+			if !ok || o.Err != nil {
+				continue next // measured again at the next look
+			}
+			settle[q] = o.Offset
+		}
+		t.settle = settle
+	}
+}
+
+// settleDue lists the changing topics whose old partitions' floors for
+// the newest count passed the ends measured after Grace.
+func (g *growth) settleDue() []string {
+	g.mu.Lock()
+	var due []string
+	for name, t := range g.topics {
+		if t.hist.Changing() && t.settle != nil {
+			due = append(due, name)
+		}
+	}
+	g.mu.Unlock()
+	var out []string
+	for _, name := range due {
+		g.mu.Lock()
+		t := g.topics[name]
+		settle, level := t.settle, t.hist.Newest()
+		g.mu.Unlock()
+		ok := true
+		for q, end := range settle {
+			if f, known := g.floorOf(name, q, level); !known || f < end {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}

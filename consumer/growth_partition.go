@@ -1,0 +1,121 @@
+package consumer
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/regrow"
+	"github.com/lanesdev/lanes/hashring"
+)
+
+// partGrow is a partition's part in a growth of its topic: the stamps it
+// reads, the floors its commits carry during a change (internal/regrow),
+// and its records waiting as moved sessions (not stalled meanwhile).
+// Guarded by the partition's mu.
+type partGrow struct {
+	g     *growth
+	t     *topicGrowth
+	track bool // floors are kept (Growth.Off: not)
+
+	fl        *regrow.Floors // during a change of its topic; nil otherwise
+	lastV     []byte         // the last placement header read, and
+	lastPl    hashring.Placement
+	waiting   map[uint64]struct{} // records (sequence numbers) waiting as moved sessions
+	committed string              // the growth section of the last commit
+}
+
+// placementOf is r's placement header's value (nil: none).
+func placementOf(r *kgo.Record) []byte {
+	for i := range r.Headers {
+		if r.Headers[i].Key == hashring.HeaderPlacement {
+			return r.Headers[i].Value
+		}
+	}
+	return nil
+}
+
+// growAdmitLocked reads the placement stamp of a record admitted with
+// sequence number seq: a count newer than its topic's teaches the member
+// of a change, and during one the record is tracked for the floors (ok:
+// it may wait as a moved session). p.mu held.
+func (p *partition) growAdmitLocked(r *kgo.Record, seq uint64) (pl hashring.Placement, tracked bool) {
+	g := &p.grow
+	if g.t == nil {
+		return pl, false
+	}
+	v := placementOf(r)
+	if v == nil {
+		return pl, false
+	}
+	if !bytes.Equal(v, g.lastV) {
+		parsed, err := hashring.ParsePlacement(v)
+		if err != nil {
+			return pl, false // not lanes' stamp: handled as an unstamped record
+		}
+		g.lastV, g.lastPl = append(g.lastV[:0], v...), parsed
+	}
+	pl = g.lastPl
+	if int64(pl.Count) > g.t.newest.Load() {
+		g.g.learn(p.key.topic, []int{pl.Count}, time.Time{}, 0, time.Now()) // lock order: p.mu, then growth.mu
+	}
+	if !g.track || !g.t.changing.Load() {
+		return pl, false
+	}
+	if g.fl == nil {
+		g.fl = regrow.NewFloors(r.Offset)
+	}
+	g.fl.Add(seq, r.Offset, pl.Count)
+	return pl, true
+}
+
+// growMetaLocked is the growth section of p's next commit: its topic's
+// history and, during a change, p's floors for the counts after the
+// oldest. Outside a change the floors are dropped. p.mu held.
+func (p *partition) growMetaLocked() string {
+	g := &p.grow
+	if g.t == nil {
+		return ""
+	}
+	h := g.g.history(p.key.topic)
+	if !h.Changing() || !g.track {
+		g.fl = nil
+		if !g.track {
+			h = regrow.History{Counts: h.Counts[len(h.Counts)-min(len(h.Counts), 1):]} // no floors: say the newest count only
+		}
+		return growMeta(h, nil)
+	}
+	next := p.tr.Next()
+	if g.fl == nil {
+		g.fl = regrow.NewFloors(next) // nothing read since the change became known
+	}
+	wm := p.tr.Watermark()
+	floors := make([]int64, 0, len(h.Counts)-1)
+	for _, level := range h.Counts[1:] {
+		floors = append(floors, g.fl.Floor(level, p.tr.IsDone, wm, next))
+	}
+	return growMeta(h, floors)
+}
+
+// movedWaiting marks the record seq as waiting as a moved session (or no
+// longer): the stall watch leaves its partition alone meanwhile.
+func (p *partition) movedWaiting(seq uint64, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		if p.grow.waiting == nil {
+			p.grow.waiting = map[uint64]struct{}{}
+		}
+		p.grow.waiting[seq] = struct{}{}
+		return
+	}
+	delete(p.grow.waiting, seq)
+}
+
+// movedHeadLocked reports whether the record holding p's watermark (head)
+// waits as a moved session. p.mu held.
+func (p *partition) movedHeadLocked(head uint64) bool {
+	_, ok := p.grow.waiting[head]
+	return ok
+}

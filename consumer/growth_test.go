@@ -1,0 +1,170 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/hashring"
+)
+
+// produceStamped writes seqs [from, to) of each session to topic as lanes'
+// producer would with count partitions: on the partition the scheme
+// places the session on, stamped with the placement.
+func (e *env) produceStamped(topic string, sessions []string, from, to int, pl hashring.Placement) {
+	e.t.Helper()
+	cl := e.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	var recs []*kgo.Record
+	for seq := from; seq < to; seq++ {
+		for _, s := range sessions {
+			p, err := pl.Partition([]byte(s), pl.Count)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(s),
+				Value: []byte(s + "|" + strconv.Itoa(seq)),
+				Headers: []kgo.RecordHeader{{Key: hashring.HeaderPlacement, Value: []byte(pl.String())}}})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		e.t.Fatalf("produce: %v", err)
+	}
+}
+
+// grow adds partitions to topic until it has n.
+func (e *env) grow(topic string, n int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	adm := kadm.NewClient(e.client())
+	if _, err := adm.UpdatePartitions(ctx, n, topic); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// moved lists the sessions whose partition differs under the two counts.
+func moved(sessions []string, pl hashring.Placement, from, to int) []string {
+	var out []string
+	for _, s := range sessions {
+		a, _ := pl.Partition([]byte(s), from)
+		b, _ := pl.Partition([]byte(s), to)
+		if a != b {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestGrowthKeepsOrder: a topic of 2 partitions, read by two members,
+// grows to 6 while every session's records of the old count are still
+// being handled (held at a gate), and each session gets more records
+// placed with the new count. A session the growth moves to a partition of
+// the other member waits there until its old records are handled (on one
+// member its lane already keeps them in order): every session's calls run
+// in order, none overlap, none is lost. With Growth.Off the same run
+// overtakes (the test's own check that it exercises a move).
+func TestGrowthKeepsOrder(t *testing.T) {
+	for _, scheme := range []hashring.Scheme{hashring.SchemeKafka, hashring.SchemeJump} {
+		for _, off := range []bool{false, true} {
+			name := fmt.Sprintf("%v/off=%v", hashring.Placement{Scheme: scheme, Count: 2}, off)
+			t.Run(name, func(t *testing.T) { runGrowth(t, scheme, off) })
+		}
+	}
+}
+
+func runGrowth(t *testing.T, scheme hashring.Scheme, off bool) {
+	const per = 6 // records per session and count
+	e := newEnv(t, 2, "chats")
+	sessions := sessionNames(40)
+	pl := hashring.Placement{Scheme: scheme, Count: 2}
+	e.produceStamped("chats", sessions, 0, per, pl)
+	gate := make(chan struct{})
+	rec := newRecorder(len(sessions)*2*per, func(ctx context.Context, m *Message) error {
+		if _, seq := parseValue(m.Record.Value); seq < per {
+			select { // the old count's records wait here until the growth is under way
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	var members []*Consumer
+	for range 2 {
+		cfg := e.config("g", "chats")
+		cfg.Growth.Off = off
+		cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
+		c, err := New(cfg, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, c)
+		members = append(members, c)
+	}
+	owners := func() map[int32]int {
+		o := map[int32]int{}
+		for i, c := range members {
+			for _, p := range c.Stats().Partitions {
+				o[p.Partition] = i
+			}
+		}
+		return o
+	}
+	waitFor(t, "every session's first record running", func() bool {
+		return members[0].Stats().ActiveSessions+members[1].Stats().ActiveSessions == len(sessions) && len(owners()) == 2
+	}, nil)
+	e.grow("chats", 6)
+	e.produceStamped("chats", sessions, per, 2*per, hashring.Placement{Scheme: scheme, Count: 6})
+	waitFor(t, "the new partitions assigned", func() bool { return len(owners()) == 6 }, nil)
+	o := owners()
+	var across []string // moved to a partition of the other member
+	for _, s := range moved(sessions, pl, 2, 6) {
+		a, _ := pl.Partition([]byte(s), 2)
+		b, _ := pl.Partition([]byte(s), 6)
+		if o[int32(a)] != o[int32(b)] {
+			across = append(across, s)
+		}
+	}
+	if len(across) == 0 {
+		t.Fatalf("no session moves to the other member (owners %v): the test proves nothing", o)
+	}
+	if off {
+		waitFor(t, "a moved session's new record to overtake its old ones", func() bool {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			return len(rec.overlaps) > 0
+		}, nil)
+		close(gate)
+		rec.wait(t)
+		return
+	}
+	waitFor(t, "the sessions moved to the other member waiting", func() bool {
+		n := 0
+		for _, c := range members {
+			for _, g := range c.Stats().Growing {
+				n += g.Waiting
+			}
+		}
+		return n == len(across)
+	}, func() string { return fmt.Sprintf("%+v %+v", members[0].Stats().Growing, members[1].Stats().Growing) })
+	close(gate)
+	rec.wait(t)
+	checkOrder(t, rec, []string{"chats"}, sessions, 2*per)
+	released := members[0].Stats().MovedReleased + members[1].Stats().MovedReleased
+	if released < int64(len(across)) { // sessions that stay on one member wait too, briefly, for the floors of their old partitions
+		t.Errorf("MovedReleased = %d, want at least %d", released, len(across))
+	}
+	for _, c := range members {
+		if g := c.Stats().Growing; len(g) != 1 || g[0].Waiting != 0 {
+			t.Errorf("after the run: Growing %+v, want the change listed with no session waiting", g)
+		}
+	}
+}
