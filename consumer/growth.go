@@ -31,6 +31,10 @@ type growth struct {
 	topics map[string]*topicGrowth
 	holds  regrow.Holds
 	kick   chan struct{} // a wait began or a change became known: the loop looks now
+	// starts are the partitions added to their topic since the group's
+	// commits, and where they start (their log's start): the client reads
+	// them from there, whatever its reset policy (adjustStarts).
+	starts map[partKey]int64
 }
 
 // topicGrowth is one topic's part. newest and changing are read on the
@@ -252,6 +256,18 @@ func splitGrowMeta(meta string) (growCommit, bool) {
 		}
 	}
 	return gc, true
+}
+
+// growSection is the growth section of commit metadata as written ("":
+// none), for a member that takes the partition over to tell whether its
+// own section says anything new.
+func growSection(meta string) string {
+	_, sec, found := strings.Cut(meta, growMetaSep)
+	if !found {
+		return ""
+	}
+	sec, _, _ = strings.Cut(sec, parkMetaSep)
+	return growMetaSep + sec
 }
 
 // cutGrowMeta removes the growth section from commit metadata, for the

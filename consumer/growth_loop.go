@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/regrow"
 )
@@ -76,6 +77,38 @@ func (c *Consumer) newPartitions(fresh []*partition) []*partition {
 		}
 	}
 	return out
+}
+
+// readFromStart makes the client read each of added from its listed start
+// (adjustStarts), not from where its reset policy puts a partition with no
+// commit.
+func (c *Consumer) readFromStart(added []*partition, starts kadm.ListedOffsets) {
+	c.grow.mu.Lock()
+	defer c.grow.mu.Unlock()
+	if c.grow.starts == nil {
+		c.grow.starts = map[partKey]int64{}
+	}
+	for _, p := range added {
+		if o, ok := starts.Lookup(p.key.topic, p.key.partition); ok && o.Err == nil {
+			c.grow.starts[p.key] = o.Offset
+		}
+	}
+}
+
+// adjustStarts is the client's AdjustFetchOffsetsFn: the partitions
+// readFromStart named are read from their start (once each).
+func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	c.grow.mu.Lock()
+	defer c.grow.mu.Unlock()
+	for t, ps := range offs {
+		for id := range ps {
+			if at, ok := c.grow.starts[partKey{t, id}]; ok {
+				ps[id] = kgo.NewOffset().At(at).WithEpoch(-1)
+				delete(c.grow.starts, partKey{t, id})
+			}
+		}
+	}
+	return offs, nil
 }
 
 // movedWait holds w, a started record, while its session waits as moved

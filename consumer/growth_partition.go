@@ -119,3 +119,11 @@ func (p *partition) movedHeadLocked(head uint64) bool {
 	_, ok := p.grow.waiting[head]
 	return ok
 }
+
+// growCommitted notes the growth section of the group's commit the member
+// takes p over at: a commit that would say the same is not due for it.
+func (p *partition) growCommitted(meta string) {
+	p.mu.Lock()
+	p.grow.committed = growSection(meta)
+	p.mu.Unlock()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func (e *env) produceStamped(topic string, sessions []string, from, to int, pl h
 				e.t.Fatal(err)
 			}
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Key: []byte(s),
-				Value: []byte(s + "|" + strconv.Itoa(seq)),
+				Value:   []byte(s + "|" + strconv.Itoa(seq)),
 				Headers: []kgo.RecordHeader{{Key: hashring.HeaderPlacement, Value: []byte(pl.String())}}})
 		}
 	}
@@ -167,4 +168,52 @@ func runGrowth(t *testing.T, scheme hashring.Scheme, off bool) {
 			t.Errorf("after the run: Growing %+v, want the change listed with no session waiting", g)
 		}
 	}
+}
+
+// TestGrowthStartLatestReadsNewPartitions: a StartLatest member of a
+// 2-partition topic grown to 8, one message sent to each of 80 sessions
+// after the producer saw the new partitions and before the member did:
+// every message is handled, as the partitions added since the group's
+// commits are read from their start (their records are all newer than
+// the group).
+func TestGrowthStartLatestReadsNewPartitions(t *testing.T) {
+	e := newEnv(t, 2, "chats")
+	sessions := sessionNames(80)
+	rec := newRecorder(len(sessions), nil)
+	cfg := e.config("g", "chats")
+	cfg.StartOffset = StartLatest
+	cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(time.Second), kgo.MetadataMaxAge(2*time.Second))
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	adm := kadm.NewClient(e.client())
+	eventually(t, "the start positions committed with the topic's count", func() bool {
+		os, err := adm.FetchOffsets(context.Background(), "g")
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, p := range []int32{0, 1} {
+			if o, ok := os.Lookup("chats", p); ok && o.Err == nil && strings.Contains(o.Metadata, growMetaSep+"2") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	e.grow("chats", 8)
+	e.produceStamped("chats", sessions, 0, 1, hashring.Placement{Scheme: hashring.SchemeKafka, Count: 8})
+	waitFor(t, "every message handled", func() bool {
+		select {
+		case <-rec.full:
+			return true
+		default:
+			return false
+		}
+	}, func() string {
+		os, _ := adm.FetchOffsets(context.Background(), "g")
+		return fmt.Sprintf("%d handled; growing %+v; commits %+v; parts %+v", len(rec.snapshot()), c.Stats().Growing, os, c.Stats().Partitions)
+	})
+	checkOrder(t, rec, []string{"chats"}, sessions, 1)
 }

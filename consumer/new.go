@@ -109,6 +109,7 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(c.member.assigned(c.onAssigned)),
 		kgo.OnPartitionsRevoked(c.member.revoked(c.onRevoked)),
 		kgo.OnPartitionsLost(c.member.lost(c.onLost)),
+		kgo.AdjustFetchOffsetsFn(c.adjustStarts),
 		// Before ClientOptions: a logger passed there replaces this one,
 		// hooks passed there run after lanes'.
 		kgo.WithLogger(newKgoLogger(c.log(), "consumer")),

@@ -65,7 +65,8 @@ func (pc parkCommit) String() string {
 // splitParkMeta separates the park section from commit metadata; ok is
 // false when there is none (or it is not one this version reads).
 func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
-	rest, park, found := strings.Cut(cutGrowMeta(meta), parkMetaSep)
+	meta = cutGrowMeta(meta)
+	rest, park, found := strings.Cut(meta, parkMetaSep)
 	if !found {
 		return meta, noParkCommit, false
 	}

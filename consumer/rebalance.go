@@ -87,6 +87,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		}
 		c.log().Debug().Str("topic", t).Int32("partition", id).Int64("committed", r.At).
 			Int("metadata_bytes", len(r.Metadata)).Msg("assign: committed offset")
+		p.growCommitted(r.Metadata)
 		if rs, ok := c.completedAbove(t, id, r); ok {
 			p.resume(r.At, rs, r.Metadata)
 		} else {
@@ -121,6 +122,7 @@ func (c *Consumer) startPositions(ctx context.Context, adm *kadm.Client, parts [
 	}
 	if added := c.newPartitions(parts); len(added) > 0 && c.cfg.StartOffset == StartLatest {
 		if starts, err := adm.ListStartOffsets(ctx, topics...); err == nil {
+			c.readFromStart(added, starts)
 			for _, p := range added {
 				if o, ok := starts.Lookup(p.key.topic, p.key.partition); ok && o.Err == nil {
 					offs[p.key.topic][p.key.partition] = o // added since the group last committed: read from its start

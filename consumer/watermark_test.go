@@ -157,7 +157,8 @@ func committedMetaOf(c *Consumer) string {
 	}
 	ps[0].mu.Lock()
 	defer ps[0].mu.Unlock()
-	return ps[0].committedMeta
+	rest, _, _ := splitParkMeta(ps[0].committedMeta) // the completed offsets: the growth and park sections cut
+	return rest
 }
 
 // metaLists reports whether commit metadata meta was written at watermark

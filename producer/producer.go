@@ -113,7 +113,9 @@ type placingTopic struct {
 	value  []byte // the header value for n
 }
 
-func (pt *placingTopic) RequiresConsistency(r *kgo.Record) bool { return pt.inner.RequiresConsistency(r) }
+func (pt *placingTopic) RequiresConsistency(r *kgo.Record) bool {
+	return pt.inner.RequiresConsistency(r)
+}
 
 func (pt *placingTopic) Partition(r *kgo.Record, n int) int {
 	if pt.n != n {

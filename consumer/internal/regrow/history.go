@@ -71,16 +71,12 @@ func (h *History) Learn(counts []int, since, now time.Time) bool {
 	return changed
 }
 
-// Observe sets the topic's count as its metadata says now. A count below
-// the newest known means the topic was deleted and made again: the
-// history starts over with it.
+// Observe learns the topic's count from its metadata. A count below the
+// newest known changes nothing: a listing may be older than a stamp read
+// (and a topic made again is told by its ID, not its count).
 func (h *History) Observe(count int, now time.Time) bool {
-	if count < 1 {
+	if count < 1 || count < h.Newest() {
 		return false
-	}
-	if count < h.Newest() {
-		*h = History{Counts: []int{count}}
-		return true
 	}
 	return h.Learn([]int{count}, time.Time{}, now)
 }
