@@ -72,14 +72,27 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 
 // processBatch starts the records a lane took (those fenced or skipped as
 // stalled meanwhile drop out) and delivers them as one batch.
+//
+// A record whose session waits as moved by a growth of its topic
+// (growth_loop.go) ends the batch before it: the records ahead of it are
+// delivered, then it waits, and starts the next batch.
 func (c *Consumer) processBatch(l *lane, taken []*work) {
 	b := make([]*work, 0, len(taken))
 	for _, w := range taken {
-		if w.p.start(w.seq) {
-			w.msg = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec),
-				Group: c.cfg.Group, Attempt: 1}
-			b = append(b, w)
+		if !w.p.start(w.seq) {
+			continue
 		}
+		if wt := c.movedHold(w); wt != nil {
+			c.deliverBatch(l, b)
+			b = make([]*work, 0, len(taken))
+			if !c.waitMoved(w, wt) {
+				w.p.finish(w.seq, false) // fenced while its session waited: its next owner runs it
+				continue
+			}
+		}
+		w.msg = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec),
+			Group: c.cfg.Group, Attempt: 1}
+		b = append(b, w)
 	}
 	c.deliverBatch(l, b)
 }

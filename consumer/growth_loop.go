@@ -115,15 +115,24 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 // by a growth of its topic. It reports false when the partition was
 // fenced meanwhile (no attempt is to be made).
 func (c *Consumer) movedWait(w *work) bool {
+	wt := c.movedHold(w)
+	return wt == nil || c.waitMoved(w, wt)
+}
+
+// movedHold returns the wait w's session is to be in before w runs (nil:
+// none). Each wait returned is ended by waitMoved.
+func (c *Consumer) movedHold(w *work) *regrow.Wait {
 	if !w.moves {
-		return true
+		return nil
 	}
 	at := regrow.Part{Topic: w.p.key.topic, Partition: w.p.key.partition}
 	old := regrow.OldHomes(c.grow.history(at.Topic), w.placed, w.rec.Key, at.Partition)
-	wt := c.grow.holds.Enter(at, w.lane, w.placed.Count, old, time.Now())
-	if wt == nil {
-		return true
-	}
+	return c.grow.holds.Enter(at, w.lane, w.placed.Count, old, time.Now())
+}
+
+// waitMoved waits until wt is released, or w's partition is fenced
+// (false).
+func (c *Consumer) waitMoved(w *work, wt *regrow.Wait) bool {
 	defer c.grow.holds.Leave(wt)
 	c.grow.poke()
 	w.p.movedWaiting(w.seq, true)

@@ -76,12 +76,13 @@ func TestGrowthKeepsOrder(t *testing.T) {
 	for _, scheme := range []hashring.Scheme{hashring.SchemeKafka, hashring.SchemeJump} {
 		for _, off := range []bool{false, true} {
 			name := fmt.Sprintf("%v/off=%v", hashring.Placement{Scheme: scheme, Count: 2}, off)
-			t.Run(name, func(t *testing.T) { runGrowth(t, scheme, off) })
+			t.Run(name, func(t *testing.T) { runGrowth(t, scheme, off, false) })
 		}
 	}
+	t.Run("batch", func(t *testing.T) { runGrowth(t, hashring.SchemeKafka, false, true) })
 }
 
-func runGrowth(t *testing.T, scheme hashring.Scheme, off bool) {
+func runGrowth(t *testing.T, scheme hashring.Scheme, off, batch bool) {
 	const per = 6 // records per session and count
 	e := newEnv(t, 2, "chats")
 	sessions := sessionNames(40)
@@ -104,6 +105,16 @@ func runGrowth(t *testing.T, scheme hashring.Scheme, off bool) {
 		cfg.Growth.Off = off
 		cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
 		c, err := New(cfg, rec)
+		if batch {
+			c, err = NewBatch(cfg, BatchHandlerFunc(func(ctx context.Context, ms []*Message) error {
+				for i, m := range ms {
+					if err := rec.Handle(ctx, m); err != nil {
+						return &BatchError{Done: i, Err: err}
+					}
+				}
+				return nil
+			}))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
