@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lanesdev/lanes/consumer/internal/regrow"
 	"github.com/lanesdev/lanes/hashring"
 )
 
@@ -227,4 +228,42 @@ func TestGrowthStartLatestReadsNewPartitions(t *testing.T) {
 		return fmt.Sprintf("%d handled; growing %+v; commits %+v; parts %+v", len(rec.snapshot()), c.Stats().Growing, os, c.Stats().Partitions)
 	})
 	checkOrder(t, rec, []string{"chats"}, sessions, 1)
+}
+
+// TestGrowthHealthReason: a moved session waiting longer than
+// Growth.HealthAge makes the member unready with a line naming it, its
+// partition and the old partitions it waits for; the line clears when the
+// wait ends.
+func TestGrowthHealthReason(t *testing.T) {
+	c := unstarted(t, func(cfg *Config) { cfg.Growth.HealthAge = time.Minute })
+	now := time.Now()
+	c.grow.learn("t", []int{2, 8}, now.Add(-time.Hour), 0, now)
+	at := regrow.Part{Topic: "t", Partition: 5}
+	fresh := c.grow.holds.Enter(regrow.Part{Topic: "t", Partition: 6}, "young", 8, []int32{0}, now)
+	if r := growthReasons(c.Stats().Growing, time.Minute); len(r) != 0 {
+		t.Fatalf("a wait younger than HealthAge: %q", r)
+	}
+	old := c.grow.holds.Enter(at, "chat-7", 8, []int32{1, 3}, now.Add(-2*time.Minute))
+	found := ""
+	for _, r := range c.Health().Reasons {
+		if strings.Contains(r, "moved by the topic's growth") {
+			found = r
+		}
+	}
+	for _, want := range []string{"t: 2 sessions", `session "chat-7" on partition 5`, "partitions [1 3]", "[2 8]"} {
+		if !strings.Contains(found, want) {
+			t.Errorf("reason %q lacks %q", found, want)
+		}
+	}
+	c.settleFrom([]string{"t"})
+	c.grow.holds.Leave(old)
+	c.grow.holds.Leave(fresh)
+	for _, r := range c.Health().Reasons {
+		if strings.Contains(r, "growth") {
+			t.Errorf("after the change settled: %q", r)
+		}
+	}
+	if g := c.Stats().Growing; len(g) != 0 {
+		t.Errorf("after the change settled: Growing %+v", g)
+	}
 }
