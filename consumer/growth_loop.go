@@ -33,10 +33,17 @@ func (c *Consumer) growAssigned(parts []*partition, resps kadm.OffsetResponses) 
 }
 
 // growForget drops the sessions released on parts, which the member
-// gives up: their next owner cannot know them, and makes them wait again.
+// gives up (their next owner cannot know them, and makes them wait
+// again), and any start readFromStart set for them that the client did
+// not apply.
 func (c *Consumer) growForget(parts []*partition) {
 	for _, p := range parts {
 		c.grow.holds.Forget(regrow.Part{Topic: p.key.topic, Partition: p.key.partition})
+	}
+	c.grow.mu.Lock()
+	defer c.grow.mu.Unlock()
+	for _, p := range parts {
+		delete(c.grow.starts, p.key) // never applied to a later assignment, which has a commit by then
 	}
 }
 
