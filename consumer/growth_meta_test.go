@@ -1,8 +1,12 @@
 package consumer
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestGrowMetaSections: the growth section sits between the completed
@@ -37,5 +41,34 @@ func TestGrowMetaSections(t *testing.T) {
 		if gc, ok := splitGrowMeta(bad); ok {
 			t.Errorf("splitGrowMeta(%q) = %+v, want not read", bad, gc)
 		}
+	}
+}
+
+// TestAdjustStarts: an added partition is read from the start listed for
+// it, once; a start not applied before the partition is given up is
+// dropped, so a later assignment keeps its committed offset.
+func TestAdjustStarts(t *testing.T) {
+	c := unstarted(t, nil)
+	p3, p4 := &partition{key: partKey{"t", 3}}, &partition{key: partKey{"t", 4}}
+	c.readFromStart([]*partition{p3, p4}, kadm.ListedOffsets{"t": {
+		3: {Topic: "t", Partition: 3, Offset: 7},
+		4: {Topic: "t", Partition: 4, Offset: 9},
+	}})
+	c.growForget([]*partition{p4}) // revoked before the client fetched its offsets
+	committed := kgo.NewOffset().At(42)
+	offs := map[string]map[int32]kgo.Offset{"t": {3: kgo.NewOffset().AtEnd(), 4: committed}}
+	got, err := c.adjustStarts(context.Background(), offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := kgo.NewOffset().At(7).WithEpoch(-1); got["t"][3] != want {
+		t.Errorf("added partition 3 starts at %v, want %v", got["t"][3], want)
+	}
+	if got["t"][4] != committed {
+		t.Errorf("partition 4, given up before, starts at %v, want its commit %v", got["t"][4], committed)
+	}
+	again, _ := c.adjustStarts(context.Background(), map[string]map[int32]kgo.Offset{"t": {3: committed}})
+	if again["t"][3] != committed {
+		t.Errorf("a start is applied once: the next assignment of partition 3 starts at %v", again["t"][3])
 	}
 }
