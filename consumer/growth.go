@@ -3,16 +3,16 @@ package consumer
 import (
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/regrow"
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // The consumer's knowledge of a growth of a consumed topic's partition
@@ -34,7 +34,7 @@ type growth struct {
 	// starts are the partitions added to their topic since the group's
 	// commits, and where they start (their log's start): the client reads
 	// them from there, whatever its reset policy (adjustStarts).
-	starts map[partKey]int64
+	starts map[regrow.Part]int64
 }
 
 // topicGrowth is one topic's part. newest and changing are read on the
@@ -48,14 +48,6 @@ type topicGrowth struct {
 	seen   map[int32]growCommit // what the group's last commits read say, per partition
 	settle map[int32]int64      // the old partitions' ends measured once Grace passed; nil before
 	told   int                  // the newest count whose change was logged
-}
-
-// growCommit is the growth section of one partition's commit: its
-// committer's history and, during a change, its floors for the levels
-// hist.Counts[1:].
-type growCommit struct {
-	hist   regrow.History
-	floors []int64
 }
 
 func newGrowth() *growth {
@@ -203,86 +195,6 @@ func (g *growth) settleTopic(topic string) regrow.History {
 	return h
 }
 
-// Commit metadata: the growth section, before the park section:
-// ";grow1:<history segment>" and, during a change, ":<floor>,…", the
-// partition's floors for the history's counts after the oldest.
-const growMetaSep = ";grow1:"
-
-// growMeta is the growth section of a commit with history h and floors.
-func growMeta(h regrow.History, floors []int64) string {
-	seg := h.Segment()
-	if seg == "" {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString(growMetaSep)
-	b.WriteString(seg)
-	for i, f := range floors {
-		if i == 0 {
-			b.WriteByte(':')
-		} else {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(f, 10))
-	}
-	return b.String()
-}
-
-// splitGrowMeta reads the growth section of commit metadata (the park
-// section, after it, cut off); ok is false when there is none or it is
-// not one this version reads.
-func splitGrowMeta(meta string) (growCommit, bool) {
-	_, sec, found := strings.Cut(meta, growMetaSep)
-	if !found {
-		return growCommit{}, false
-	}
-	sec, _, _ = strings.Cut(sec, parkMetaSep)
-	seg, fl, hasFloors := strings.Cut(sec, ":")
-	h, err := regrow.ParseSegment(seg)
-	if err != nil || hasFloors != h.Changing() {
-		return growCommit{}, false
-	}
-	gc := growCommit{hist: h}
-	if hasFloors {
-		for f := range strings.SplitSeq(fl, ",") {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil || v < 0 {
-				return growCommit{}, false
-			}
-			gc.floors = append(gc.floors, v)
-		}
-		if len(gc.floors) != len(h.Counts)-1 {
-			return growCommit{}, false
-		}
-	}
-	return gc, true
-}
-
-// growSection is the growth section of commit metadata as written ("":
-// none), for a member that takes the partition over to tell whether its
-// own section says anything new.
-func growSection(meta string) string {
-	_, sec, found := strings.Cut(meta, growMetaSep)
-	if !found {
-		return ""
-	}
-	sec, _, _ = strings.Cut(sec, parkMetaSep)
-	return growMetaSep + sec
-}
-
-// cutGrowMeta removes the growth section from commit metadata, for the
-// readers of the sections around it.
-func cutGrowMeta(meta string) string {
-	before, sec, found := strings.Cut(meta, growMetaSep)
-	if !found {
-		return meta
-	}
-	if _, park, ok := strings.Cut(sec, parkMetaSep); ok {
-		return before + parkMetaSep + park
-	}
-	return before
-}
-
 // announce logs each change the member learnt of since it last looked.
 func (g *growth) announce(l *zerolog.Logger) {
 	g.mu.Lock()
@@ -295,4 +207,30 @@ func (g *growth) announce(l *zerolog.Logger) {
 		l.Info().Str("topic", name).Ints("counts", t.hist.Counts).Time("since", t.hist.Since).
 			Msg("growth: the topic's partition count changed; a session it moved waits on its new partition until the group has handled its records on the old one (Stats.Growing); docs/operations.md, adding partitions to a live topic")
 	}
+}
+
+// partGrow is a partition's part in a growth of its topic: the stamps it
+// reads, the floors its commits carry during a change (internal/regrow),
+// and its records waiting as moved sessions (not stalled meanwhile).
+// Guarded by the partition's mu.
+type partGrow struct {
+	g     *growth
+	t     *topicGrowth
+	track bool // floors are kept (Growth.Off: not)
+
+	fl        *regrow.Floors // during a change of its topic; nil otherwise
+	lastV     []byte         // the last placement header read, and
+	lastPl    hashring.Placement
+	waiting   map[uint64]struct{} // records (sequence numbers) waiting as moved sessions
+	committed string              // the growth section of the last commit
+}
+
+// placementOf is r's placement header's value (nil: none).
+func placementOf(r *kgo.Record) []byte {
+	for i := range r.Headers {
+		if r.Headers[i].Key == hashring.HeaderPlacement {
+			return r.Headers[i].Value
+		}
+	}
+	return nil
 }

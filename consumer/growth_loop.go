@@ -43,7 +43,7 @@ func (c *Consumer) growForget(parts []*partition) {
 	c.grow.mu.Lock()
 	defer c.grow.mu.Unlock()
 	for _, p := range parts {
-		delete(c.grow.starts, p.key) // never applied to a later assignment, which has a commit by then
+		delete(c.grow.starts, regrow.Part{Topic: p.key.topic, Partition: p.key.partition}) // never applied to a later assignment, which has a commit by then
 	}
 }
 
@@ -93,11 +93,11 @@ func (c *Consumer) readFromStart(added []*partition, starts kadm.ListedOffsets) 
 	c.grow.mu.Lock()
 	defer c.grow.mu.Unlock()
 	if c.grow.starts == nil {
-		c.grow.starts = map[partKey]int64{}
+		c.grow.starts = map[regrow.Part]int64{}
 	}
 	for _, p := range added {
 		if o, ok := starts.Lookup(p.key.topic, p.key.partition); ok && o.Err == nil {
-			c.grow.starts[p.key] = o.Offset
+			c.grow.starts[regrow.Part{Topic: p.key.topic, Partition: p.key.partition}] = o.Offset
 		}
 	}
 }
@@ -109,9 +109,10 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 	defer c.grow.mu.Unlock()
 	for t, ps := range offs {
 		for id := range ps {
-			if at, ok := c.grow.starts[partKey{t, id}]; ok {
+			k := regrow.Part{Topic: t, Partition: id}
+			if at, ok := c.grow.starts[k]; ok {
 				ps[id] = kgo.NewOffset().At(at).WithEpoch(-1)
-				delete(c.grow.starts, partKey{t, id})
+				delete(c.grow.starts, k)
 			}
 		}
 	}
@@ -153,14 +154,6 @@ func (c *Consumer) waitMoved(w *work, wt *regrow.Wait) bool {
 			return true
 		default:
 		}
-	}
-}
-
-// poke wakes the growth loop.
-func (g *growth) poke() {
-	select {
-	case g.kick <- struct{}{}:
-	default:
 	}
 }
 
@@ -219,99 +212,4 @@ func (c *Consumer) settleFrom(topics []string) {
 		c.log().Info().Str("topic", t).Int("partitions", h.Newest()).
 			Msg("growth settled: the group has handled every record placed with the topic's older partition counts; sessions are no longer checked for a move")
 	}
-}
-
-// active reports whether a change or a wait is on.
-func (g *growth) active() bool {
-	if g.holds.Len() > 0 {
-		return true
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, t := range g.topics {
-		if t.hist.Changing() {
-			return true
-		}
-	}
-	return false
-}
-
-// endsWanted lists the topics whose end offsets a wait still needs, or
-// whose change is due to settle (Grace passed) and not yet measured.
-func (g *growth) endsWanted(now time.Time, grace time.Duration) []string {
-	var out []string
-	for t := range g.holds.Unmeasured() {
-		out = append(out, t)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for name, t := range g.topics {
-		if t.hist.Changing() && t.settle == nil && !now.Before(t.hist.Since.Add(grace)) && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// measured takes in a listing of end offsets sent at asOf: the waits that
-// began before it get their barriers, the changes due to settle their
-// ends, and the topics' counts are learnt.
-func (g *growth) measured(ends kadm.ListedOffsets, asOf time.Time, grace time.Duration) {
-	for topic, parts := range ends {
-		for q, o := range parts {
-			if o.Err == nil {
-				g.holds.Measured(topic, q, o.Offset, asOf)
-			}
-		}
-		g.learn(topic, nil, time.Time{}, len(parts), asOf)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-next:
-	for topic, parts := range ends {
-		t := g.topics[topic]
-		if t == nil || !t.hist.Changing() || t.settle != nil || asOf.Before(t.hist.Since.Add(grace)) {
-			continue
-		}
-		settle := map[int32]int64{}
-		for q := range int32(t.hist.Counts[len(t.hist.Counts)-2]) {
-			o, ok := parts[q]
-			if !ok || o.Err != nil {
-				continue next // measured again at the next look
-			}
-			settle[q] = o.Offset
-		}
-		t.settle = settle
-	}
-}
-
-// settleDue lists the changing topics whose old partitions' floors for
-// the newest count passed the ends measured after Grace.
-func (g *growth) settleDue() []string {
-	g.mu.Lock()
-	var due []string
-	for name, t := range g.topics {
-		if t.hist.Changing() && t.settle != nil {
-			due = append(due, name)
-		}
-	}
-	g.mu.Unlock()
-	var out []string
-	for _, name := range due {
-		g.mu.Lock()
-		t := g.topics[name]
-		settle, level := t.settle, t.hist.Newest()
-		g.mu.Unlock()
-		ok := true
-		for q, end := range settle {
-			if f, known := g.floorOf(name, q, level); !known || f < end {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, name)
-		}
-	}
-	return out
 }

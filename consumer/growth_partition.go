@@ -10,32 +10,6 @@ import (
 	"github.com/lanesdev/lanes/hashring"
 )
 
-// partGrow is a partition's part in a growth of its topic: the stamps it
-// reads, the floors its commits carry during a change (internal/regrow),
-// and its records waiting as moved sessions (not stalled meanwhile).
-// Guarded by the partition's mu.
-type partGrow struct {
-	g     *growth
-	t     *topicGrowth
-	track bool // floors are kept (Growth.Off: not)
-
-	fl        *regrow.Floors // during a change of its topic; nil otherwise
-	lastV     []byte         // the last placement header read, and
-	lastPl    hashring.Placement
-	waiting   map[uint64]struct{} // records (sequence numbers) waiting as moved sessions
-	committed string              // the growth section of the last commit
-}
-
-// placementOf is r's placement header's value (nil: none).
-func placementOf(r *kgo.Record) []byte {
-	for i := range r.Headers {
-		if r.Headers[i].Key == hashring.HeaderPlacement {
-			return r.Headers[i].Value
-		}
-	}
-	return nil
-}
-
 // growAdmitLocked reads the placement stamp of a record admitted with
 // sequence number seq: a count newer than its topic's teaches the member
 // of a change, and during one the record is tracked for the floors (ok:

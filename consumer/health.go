@@ -162,3 +162,19 @@ func writeProbe(w http.ResponseWriter, ok bool, reasons []string) {
 		fmt.Fprintln(w, r)
 	}
 }
+
+// growthReasons are Health's lines for moved sessions waiting longer than
+// Growth.HealthAge.
+func growthReasons(gs []GrowthStats, age time.Duration) []string {
+	var out []string
+	for _, g := range gs {
+		if g.Waiting == 0 || g.OldestWait < age {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %d sessions moved by the topic's growth (partition counts %v) wait for their old partitions; "+
+			"session %q on partition %d has waited %v for partitions %v: their records from before it are not handled yet, "+
+			"or those partitions' owners do not report them (are they consumed, by lanes members of this version?)",
+			g.Topic, g.Waiting, g.Counts, g.OldestSession, g.OldestPartition, g.OldestWait.Round(time.Second), g.OldestWaitsFor))
+	}
+	return out
+}

@@ -82,10 +82,3 @@ func splitParkMeta(meta string) (rest string, pc parkCommit, ok bool) {
 	}
 	return rest, parkCommit{pos: pos, fence: parkset.Fence{Off: off, Gen: int32(gen), Proto: f[3]}, ids: topicIDs{f[4], f[5]}}, true
 }
-
-// Commit metadata: lanes' completed offsets (internal/offsets), then the park
-// section: ";park2:<position>,<fence>,<generation>,<protocol>,<topic
-// ID>,<park topic ID>", the park position and the fence in force there
-// (park offset, generation and the group protocol it is of), and the IDs
-// of the source and park topics ("" unknown).
-const parkMetaSep = ";park2:"

@@ -222,3 +222,25 @@ type ParkStats struct {
 	WriteError      string        `json:"write_error"`
 	WriteFailingFor time.Duration `json:"write_failing_for"`
 }
+
+// GrowthStats is a consumed topic whose partition count changed, while
+// its change is not settled
+// (https://github.com/lanesdev/lanes/blob/main/docs/operations.md#adding-partitions-to-a-live-topic).
+type GrowthStats struct {
+	Topic string `json:"topic"`
+	// Counts are the partition counts whose records may still be
+	// unhandled, oldest first; the last is the topic's count now.
+	Counts []int `json:"counts"`
+	// Since is when the member first knew of the newest count.
+	Since time.Time `json:"since"`
+	// Waiting counts the sessions of this member's partitions waiting on
+	// their new partition for the group to handle their records on their
+	// old ones; OldestWait is the longest such wait, of OldestSession on
+	// OldestPartition.
+	Waiting         int           `json:"waiting"`
+	OldestWait      time.Duration `json:"oldest_wait"`
+	OldestSession   string        `json:"oldest_session"`
+	OldestPartition int32         `json:"oldest_partition"`
+	// OldestWaitsFor are the old partitions that wait is for.
+	OldestWaitsFor []int32 `json:"oldest_waits_for"`
+}

@@ -156,3 +156,25 @@ func setDuration(d *time.Duration, name, v string) error {
 	*d = x
 	return nil
 }
+
+// MarshalJSON writes g with OldestWait as a duration string.
+func (g GrowthStats) MarshalJSON() ([]byte, error) {
+	type plain GrowthStats
+	return json.Marshal(struct {
+		plain
+		OldestWait string `json:"oldest_wait"`
+	}{plain(g), g.OldestWait.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (g *GrowthStats) UnmarshalJSON(b []byte) error {
+	type plain GrowthStats
+	v := struct {
+		*plain
+		OldestWait string `json:"oldest_wait"`
+	}{plain: (*plain)(g)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return setDuration(&g.OldestWait, "oldest_wait", v.OldestWait)
+}

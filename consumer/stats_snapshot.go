@@ -1,8 +1,12 @@
 package consumer
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/regrow"
 )
 
 // Stats returns a snapshot of the consumer's counters and of every owned
@@ -54,5 +58,35 @@ func (c *Consumer) Stats() Stats {
 		return a.Partition < b.Partition
 	})
 	c.diagnose(&out)
+	return out
+}
+
+// growthStats lists the topics changing, and the waits, at now.
+func (c *Consumer) growthStats(now time.Time) []GrowthStats {
+	out := []GrowthStats{}
+	waits := c.grow.holds.Snapshot()
+	c.grow.mu.Lock()
+	for name, t := range c.grow.topics {
+		if !t.hist.Changing() && !slices.ContainsFunc(waits, func(w regrow.Wait) bool { return w.At.Topic == name }) {
+			continue
+		}
+		out = append(out, GrowthStats{Topic: name, Counts: slices.Clone(t.hist.Counts), Since: t.hist.Since, OldestWaitsFor: []int32{}})
+	}
+	c.grow.mu.Unlock()
+	for i := range out {
+		g := &out[i]
+		for _, w := range waits { // oldest first
+			if w.At.Topic != g.Topic {
+				continue
+			}
+			if g.Waiting++; g.Waiting == 1 {
+				g.OldestWait, g.OldestSession, g.OldestPartition = now.Sub(w.Since), w.Session, w.At.Partition
+				for _, b := range w.Old {
+					g.OldestWaitsFor = append(g.OldestWaitsFor, b.Partition)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b GrowthStats) int { return strings.Compare(a.Topic, b.Topic) })
 	return out
 }

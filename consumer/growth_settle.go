@@ -1,0 +1,115 @@
+package consumer
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// The growth loop's rules over the member's knowledge (growth.go): when
+// it has anything to do, which end offsets it needs, and when a change
+// settles.
+
+// poke wakes the growth loop.
+func (g *growth) poke() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// active reports whether a change or a wait is on.
+func (g *growth) active() bool {
+	if g.holds.Len() > 0 {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range g.topics {
+		if t.hist.Changing() {
+			return true
+		}
+	}
+	return false
+}
+
+// endsWanted lists the topics whose end offsets a wait still needs, or
+// whose change is due to settle (Grace passed) and not yet measured.
+func (g *growth) endsWanted(now time.Time, grace time.Duration) []string {
+	var out []string
+	for t := range g.holds.Unmeasured() {
+		out = append(out, t)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, t := range g.topics {
+		if t.hist.Changing() && t.settle == nil && !now.Before(t.hist.Since.Add(grace)) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// measured takes in a listing of end offsets sent at asOf: the waits that
+// began before it get their barriers, the changes due to settle their
+// ends, and the topics' counts are learnt.
+func (g *growth) measured(ends kadm.ListedOffsets, asOf time.Time, grace time.Duration) {
+	for topic, parts := range ends {
+		for q, o := range parts {
+			if o.Err == nil {
+				g.holds.Measured(topic, q, o.Offset, asOf)
+			}
+		}
+		g.learn(topic, nil, time.Time{}, len(parts), asOf)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+next:
+	for topic, parts := range ends {
+		t := g.topics[topic]
+		if t == nil || !t.hist.Changing() || t.settle != nil || asOf.Before(t.hist.Since.Add(grace)) {
+			continue
+		}
+		settle := map[int32]int64{}
+		for q := range int32(t.hist.Counts[len(t.hist.Counts)-2]) {
+			o, ok := parts[q]
+			if !ok || o.Err != nil {
+				continue next // measured again at the next look
+			}
+			settle[q] = o.Offset
+		}
+		t.settle = settle
+	}
+}
+
+// settleDue lists the changing topics whose old partitions' floors for
+// the newest count passed the ends measured after Grace.
+func (g *growth) settleDue() []string {
+	g.mu.Lock()
+	var due []string
+	for name, t := range g.topics {
+		if t.hist.Changing() && t.settle != nil {
+			due = append(due, name)
+		}
+	}
+	g.mu.Unlock()
+	var out []string
+	for _, name := range due {
+		g.mu.Lock()
+		t := g.topics[name]
+		settle, level := t.settle, t.hist.Newest()
+		g.mu.Unlock()
+		ok := true
+		for q, end := range settle {
+			if f, known := g.floorOf(name, q, level); !known || f < end {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
