@@ -9,6 +9,7 @@ require (
 	github.com/lanesdev/lanes/tracing v0.1.0
 	github.com/rs/zerolog v1.35.1
 	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.18.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.opentelemetry.io/otel v1.47.0
@@ -27,5 +28,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	golang.org/x/crypto v0.51.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
