@@ -44,8 +44,14 @@ func (h History) Newest() int {
 // Learn merges counts known since since (zero: not known when) into h, at
 // now. A count newer than h's newest starts a change, known since since
 // (or now). It reports whether h changed.
+//
+// A settled history ignores counts no newer than its newest: a commit
+// written before the change settled must not open it again.
 func (h *History) Learn(counts []int, since, now time.Time) bool {
 	before := h.Newest()
+	if h.Settled && maxOf(counts) <= before {
+		return false
+	}
 	changed := false
 	for _, c := range counts {
 		if c < 1 || slices.Contains(h.Counts, c) {

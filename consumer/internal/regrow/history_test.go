@@ -47,6 +47,12 @@ func TestLearn(t *testing.T) {
 	if !slices.Equal(h.Counts, []int{9}) || !h.Since.IsZero() || !h.Settled || h.Segment() != "9!" {
 		t.Fatalf("settled: %+v", h)
 	}
+	if h.Learn([]int{2, 9}, t0, t0) || h.Changing() {
+		t.Fatalf("a commit from before the settle opened the change again: %+v", h)
+	}
+	if !h.Learn([]int{12}, time.Time{}, t0) || !slices.Equal(h.Counts, []int{9, 12}) || h.Settled {
+		t.Fatalf("a newer count after a settle: %+v", h)
+	}
 }
 
 // TestOldHomes checks OldHomes against the placements it stands for: the

@@ -2,6 +2,7 @@ package regrow
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,6 +40,7 @@ type Barrier struct {
 type waitKey struct {
 	at      Part
 	session string
+	level   int
 }
 
 // Holds are a member's waits of moved sessions, and the sessions released
@@ -46,26 +48,29 @@ type waitKey struct {
 type Holds struct {
 	mu       sync.Mutex
 	waits    map[waitKey]*Wait
-	released map[Part]map[string]struct{}
+	released map[Part]map[string]int // the level each session was released at
 }
 
 // Enter makes session on partition at wait for its old partitions old
-// (from OldHomes), at now, unless it was released there since the member
-// owns at. It returns nil when the session need not wait; else the wait,
-// shared with the session's other records that wait. Each non-nil return
-// is paired with one Leave.
+// (from OldHomes) for a record stamped with count level, at now, unless it
+// was released there for that level or a newer one since the member owns
+// at. It returns nil when the session need not wait; else the wait,
+// shared with the session's other records of that level that wait. Each
+// non-nil return is paired with one Leave.
 func (h *Holds) Enter(at Part, session string, level int, old []int32, now time.Time) *Wait {
 	if len(old) == 0 {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.released[at][session]; ok {
+	if l, ok := h.released[at][session]; ok && l >= level {
 		return nil
 	}
-	k := waitKey{at, session}
+	k := waitKey{at, session, level}
 	w := h.waits[k]
 	if w == nil {
+		session = strings.Clone(session) // it may point into a fetch buffer, and is kept until the change settles
+		k.session = session
 		w = &Wait{At: at, Session: session, Level: level, Since: now, Released: make(chan struct{})}
 		for _, q := range old {
 			w.Old = append(w.Old, Barrier{Partition: q, End: -1})
@@ -85,7 +90,7 @@ func (h *Holds) Leave(w *Wait) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w.waiters--; w.waiters == 0 {
-		k := waitKey{w.At, w.Session}
+		k := waitKey{w.At, w.Session, w.Level}
 		if h.waits[k] == w {
 			delete(h.waits, k)
 		}
@@ -139,12 +144,12 @@ func (h *Holds) Release(floor func(topic string, q int32, level int) (int64, boo
 			continue
 		}
 		if h.released == nil {
-			h.released = map[Part]map[string]struct{}{}
+			h.released = map[Part]map[string]int{}
 		}
 		if h.released[w.At] == nil {
-			h.released[w.At] = map[string]struct{}{}
+			h.released[w.At] = map[string]int{}
 		}
-		h.released[w.At][w.Session] = struct{}{}
+		h.released[w.At][w.Session] = max(h.released[w.At][w.Session], w.Level)
 		close(w.Released)
 		delete(h.waits, k)
 		n++

@@ -74,7 +74,7 @@ func runHoldModel(seed uint64) error {
 	w.grow(w.count) // the partitions
 	w.hist.Observe(w.count, w.now)
 	w.waiting = map[waitKey]*Wait{}
-	growths := 1 + rng.IntN(2)
+	growths := 1 + rng.IntN(3)
 	for step := 0; step < 600; step++ {
 		w.now = w.now.Add(time.Millisecond)
 		switch r := rng.IntN(100); {
@@ -236,7 +236,7 @@ func (w *world) handleSome() error {
 }
 
 func (w *world) try(p int32, r *mrec) error {
-	k := waitKey{Part{"t", p}, fmt.Sprint(r.session)}
+	k := waitKey{Part{"t", p}, fmt.Sprint(r.session), r.pl.Count}
 	if wt := w.waiting[k]; wt != nil {
 		select {
 		case <-wt.Released:
