@@ -115,7 +115,7 @@ func (g *growth) history(topic string) regrow.History {
 // partition of the topics this member knows): their histories teach it
 // counts, their floors release waits, and a settled newest count settles
 // its own change.
-func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled []string) {
+func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled []settling) {
 	type learnt struct {
 		counts []int
 		since  time.Time
@@ -140,8 +140,8 @@ func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled
 				continue
 			}
 			t.seen[q] = gc
-			if gc.hist.Settled && gc.hist.Newest() == t.hist.Newest() && t.hist.Changing() {
-				settled = append(settled, topic)
+			if gc.hist.Settled && gc.hist.Newest() == t.hist.Newest() && t.hist.Changing() && !slices.Contains(settled, settling{topic, gc.hist.Newest()}) {
+				settled = append(settled, settling{topic, gc.hist.Newest()})
 			}
 			learn = append(learn, struct {
 				topic string
@@ -153,8 +153,7 @@ func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled
 	for _, l := range learn {
 		g.learn(l.topic, l.l.counts, l.l.since, 0, now)
 	}
-	slices.Sort(settled)
-	return slices.Compact(settled)
+	return settled
 }
 
 // floorOf is the floor of (topic, q) for level as its committer last said
@@ -181,18 +180,29 @@ func (g *growth) floorOf(topic string, q int32, level int) (int64, bool) {
 	return 0, false
 }
 
-// settleTopic ends topic's change: its waits are released, and its
-// partitions drop their floors at their next commit.
-func (g *growth) settleTopic(topic string) regrow.History {
+// settling is a topic whose change to count level is found over.
+type settling struct {
+	topic string
+	level int
+}
+
+// settleTopic ends topic's change to count level, unless a newer count
+// is known since (false): its waits are released, and its partitions drop
+// their floors.
+func (g *growth) settleTopic(topic string, level int) (regrow.History, bool) {
 	g.mu.Lock()
 	t := g.topicLocked(topic)
+	if !t.hist.Changing() || t.hist.Newest() != level {
+		g.mu.Unlock()
+		return t.hist, false
+	}
 	t.hist.Settle()
 	t.settle = nil
 	t.changing.Store(false)
 	h := t.hist
 	g.mu.Unlock()
 	g.holds.Settled(topic)
-	return h
+	return h, true
 }
 
 // announce logs each change the member learnt of since it last looked.

@@ -72,6 +72,19 @@ func (c *Consumer) observeCounts(ctx context.Context, adm *kadm.Client, parts []
 	}
 }
 
+// observeGrowth learns the consumed topics' partition counts the topic
+// loop read (every 30 s): a member that reads no record stamped with a
+// new count, and is given no new partition, still learns of a growth, and
+// so reports floors for its partitions.
+func (c *Consumer) observeGrowth(counts map[string]int) {
+	now := time.Now()
+	for t, n := range counts {
+		if c.cfg.Topics == nil || slices.Contains(c.cfg.Topics, t) {
+			c.grow.learn(t, nil, time.Time{}, n, now)
+		}
+	}
+}
+
 // newPartitions returns, of fresh (partitions the group has no commit
 // for), those their topic did not have before a change the member knows
 // of: they are read from their start whatever StartOffset says, as their
@@ -163,6 +176,9 @@ func (c *Consumer) waitMoved(w *work, wt *regrow.Wait) bool {
 // waits whose old partitions passed their ends, and settles changes. It
 // runs until bg ends.
 func (c *Consumer) growthLoop(bg context.Context) {
+	if c.cfg.Growth.Off {
+		return // nothing waits; added partitions are read from their start at assignment
+	}
 	t := time.NewTicker(c.cfg.CommitInterval)
 	defer t.Stop()
 	for {
@@ -185,7 +201,7 @@ func (c *Consumer) growthTick(bg context.Context, now time.Time) {
 	adm := kadm.NewClient(c.client)
 	if topics := c.grow.endsWanted(now, c.cfg.Growth.Grace); len(topics) > 0 {
 		asOf := time.Now()
-		ends, err := adm.ListEndOffsets(ctx, topics...)
+		ends, err := adm.ListCommittedOffsets(ctx, topics...) // the last stable offsets: what read_committed members read
 		if err != nil {
 			c.log().Debug().Err(err).Strs("topics", topics).Msg("growth: cannot list end offsets; trying again")
 			return
@@ -206,9 +222,13 @@ func (c *Consumer) growthTick(bg context.Context, now time.Time) {
 }
 
 // settleFrom ends the changes of topics: their waits are released.
-func (c *Consumer) settleFrom(topics []string) {
-	for _, t := range topics {
-		h := c.grow.settleTopic(t)
+func (c *Consumer) settleFrom(topics []settling) {
+	for _, s := range topics {
+		h, ok := c.grow.settleTopic(s.topic, s.level)
+		if !ok {
+			continue // a newer count came meanwhile: its change goes on
+		}
+		t := s.topic
 		c.log().Info().Str("topic", t).Int("partitions", h.Newest()).
 			Msg("growth settled: the group has handled every record placed with the topic's older partition counts; sessions are no longer checked for a move")
 	}

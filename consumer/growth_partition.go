@@ -12,36 +12,37 @@ import (
 
 // growAdmitLocked reads the placement stamp of a record admitted with
 // sequence number seq: a count newer than its topic's teaches the member
-// of a change, and during one the record is tracked for the floors (ok:
-// it may wait as a moved session). p.mu held.
-func (p *partition) growAdmitLocked(r *kgo.Record, seq uint64) (pl hashring.Placement, tracked bool) {
+// of a change, and during one the record is tracked for the floors (moves:
+// it may wait as a moved session). A record with no stamp (another
+// client's, or keyless) is tracked with count 0: it never waits, and holds
+// every floor until it is done. p.mu held.
+func (p *partition) growAdmitLocked(r *kgo.Record, seq uint64) (pl hashring.Placement, moves bool) {
 	g := &p.grow
 	if g.t == nil {
 		return pl, false
 	}
-	v := placementOf(r)
-	if v == nil {
-		return pl, false
-	}
-	if !bytes.Equal(v, g.lastV) {
-		parsed, err := hashring.ParsePlacement(v)
-		if err != nil {
-			return pl, false // not lanes' stamp: handled as an unstamped record
+	if v := placementOf(r); v != nil && len(r.Key) > 0 {
+		if !bytes.Equal(v, g.lastV) {
+			if parsed, err := hashring.ParsePlacement(v); err == nil {
+				g.lastV, g.lastPl = append(g.lastV[:0], v...), parsed
+			}
 		}
-		g.lastV, g.lastPl = append(g.lastV[:0], v...), parsed
+		if bytes.Equal(v, g.lastV) {
+			pl = g.lastPl
+		}
 	}
-	pl = g.lastPl
-	if int64(pl.Count) > g.t.newest.Load() {
+	if pl.Count > 0 && int64(pl.Count) > g.t.newest.Load() {
 		g.g.learn(p.key.topic, []int{pl.Count}, time.Time{}, 0, time.Now()) // lock order: p.mu, then growth.mu
 	}
 	if !g.track || !g.t.changing.Load() {
+		g.fl = nil // no change, or settled: a next one starts its floors afresh
 		return pl, false
 	}
 	if g.fl == nil {
 		g.fl = regrow.NewFloors(r.Offset)
 	}
 	g.fl.Add(seq, r.Offset, pl.Count)
-	return pl, true
+	return pl, pl.Count > 0
 }
 
 // growMetaLocked is the growth section of p's next commit: its topic's

@@ -72,7 +72,7 @@ next:
 			continue
 		}
 		settle := map[int32]int64{}
-		for q := range int32(t.hist.Counts[len(t.hist.Counts)-2]) {
+		for q := range int32(t.hist.Newest()) { // every partition: a count no member saw may have placed older records on any
 			o, ok := parts[q]
 			if !ok || o.Err != nil {
 				continue next // measured again at the next look
@@ -85,7 +85,7 @@ next:
 
 // settleDue lists the changing topics whose old partitions' floors for
 // the newest count passed the ends measured after Grace.
-func (g *growth) settleDue() []string {
+func (g *growth) settleDue() []settling {
 	g.mu.Lock()
 	var due []string
 	for name, t := range g.topics {
@@ -94,7 +94,7 @@ func (g *growth) settleDue() []string {
 		}
 	}
 	g.mu.Unlock()
-	var out []string
+	var out []settling
 	for _, name := range due {
 		g.mu.Lock()
 		t := g.topics[name]
@@ -108,7 +108,7 @@ func (g *growth) settleDue() []string {
 			}
 		}
 		if ok {
-			out = append(out, name)
+			out = append(out, settling{name, level})
 		}
 	}
 	return out

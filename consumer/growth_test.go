@@ -255,7 +255,7 @@ func TestGrowthHealthReason(t *testing.T) {
 			t.Errorf("reason %q lacks %q", found, want)
 		}
 	}
-	c.settleFrom([]string{"t"})
+	c.settleFrom([]settling{{"t", 8}})
 	c.grow.holds.Leave(old)
 	c.grow.holds.Leave(fresh)
 	for _, r := range c.Health().Reasons {

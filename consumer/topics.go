@@ -132,13 +132,13 @@ func (w *topicWatch) reasons() []string {
 // client's cache, and never creating a topic) which of topics do not
 // exist. Another error of a topic (not authorized) fails the check.
 func missingTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]string, error) {
-	missing, _, err := topicState(ctx, cl, topics)
+	missing, _, _, err := topicState(ctx, cl, topics)
 	return missing, err
 }
 
 // topicState is missingTopics that also returns the topic ID of each topic
 // that exists (absent when the brokers give none: before Kafka 2.8).
-func topicState(ctx context.Context, cl *kgo.Client, topics []string) ([]string, map[string]topicID, error) {
+func topicState(ctx context.Context, cl *kgo.Client, topics []string) (missing []string, ids map[string]topicID, counts map[string]int, err error) {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -148,11 +148,11 @@ func topicState(ctx context.Context, cl *kgo.Client, topics []string) ([]string,
 	req.AllowAutoTopicCreation = false
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var missing []string
 	answered := map[string]bool{}
-	ids := map[string]topicID{}
+	ids = map[string]topicID{}
+	counts = map[string]int{}
 	var errs []error
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
@@ -164,6 +164,7 @@ func topicState(ctx context.Context, cl *kgo.Client, topics []string) ([]string,
 			if t.TopicID != (topicID{}) {
 				ids[*t.Topic] = t.TopicID
 			}
+			counts[*t.Topic] = len(t.Partitions)
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 			missing = append(missing, *t.Topic)
 		default:
@@ -176,9 +177,9 @@ func topicState(ctx context.Context, cl *kgo.Client, topics []string) ([]string,
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, nil, nil, errors.Join(errs...)
 	}
-	return missing, ids, nil
+	return missing, ids, counts, nil
 }
 
 // parkTopics are the park topics of cfg's consumed topics; none without

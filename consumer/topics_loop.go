@@ -25,7 +25,7 @@ func (c *Consumer) topicLoop(bg context.Context) {
 	for {
 		began := time.Now()
 		ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
-		missing, ids, err := topicState(ctx, c.client, c.topics.all())
+		missing, ids, counts, err := topicState(ctx, c.client, c.topics.all())
 		cancel()
 		switch {
 		case bg.Err() != nil:
@@ -36,6 +36,7 @@ func (c *Consumer) topicLoop(bg context.Context) {
 		default:
 			c.topics.update(missing, time.Now())
 			c.resubscribeRecreated(bg, ids)
+			c.observeGrowth(counts)
 		}
 		every := topicRecheck
 		if c.topics.anyMissing() {

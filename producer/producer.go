@@ -121,7 +121,9 @@ func (pt *placingTopic) Partition(r *kgo.Record, n int) int {
 	if pt.n != n {
 		pt.n, pt.value = n, []byte(hashring.Placement{Scheme: pt.scheme, Count: n}.String())
 	}
-	stampPlacement(r, pt.value)
+	if len(r.Key) > 0 { // a keyless record is placed by no key: nothing to keep in order
+		stampPlacement(r, pt.value)
+	}
 	return pt.inner.Partition(r, n)
 }
 

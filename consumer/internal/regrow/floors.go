@@ -34,10 +34,11 @@ type pend struct {
 // from.
 func NewFloors(from int64) *Floors { return &Floors{from: from} }
 
-// Add notes a stamped record read at off (seq: the partition's sequence
-// number for it) with its stamp's count. Records are added in the order
-// read; an unstamped record need not be: no session of a producer that
-// does not stamp waits.
+// Add notes a record read at off (seq: the partition's sequence number
+// for it) with its stamp's count, 0 for a record with no stamp (it never
+// waits, and holds every floor until done: it may be an older record of a
+// session whose producer began stamping since). Records are added in the
+// order read.
 func (f *Floors) Add(seq uint64, off int64, count int) {
 	if off >= f.from {
 		f.recs = append(f.recs, pend{seq: seq, off: off, count: count})
