@@ -85,7 +85,7 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 		if wt := c.movedHold(w); wt != nil {
 			c.deliverBatch(l, b)
 			b = make([]*work, 0, len(taken))
-			if !c.waitMoved(w, wt) {
+			if !c.waitMoved(l, w, wt, func(x *work) { c.processBatch(l, []*work{x}) }) {
 				w.p.finish(w.seq, false) // fenced while its session waited: its next owner runs it
 				continue
 			}

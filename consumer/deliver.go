@@ -27,7 +27,7 @@ func (c *Consumer) process(l *lane, w *work) {
 	if c.park != nil && c.forwardParked(w) {
 		return
 	}
-	if !c.movedWait(w) {
+	if !c.movedWait(l, w) {
 		w.p.finish(w.seq, false) // fenced while its session waited for its old partition
 		return
 	}

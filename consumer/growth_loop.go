@@ -132,12 +132,13 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 	return offs, nil
 }
 
-// movedWait holds w, a started record, while its session waits as moved
-// by a growth of its topic. It reports false when the partition was
-// fenced meanwhile (no attempt is to be made).
-func (c *Consumer) movedWait(w *work) bool {
+// movedWait holds w, a started record of lane l, while its session
+// waits as moved by a growth of its topic; older records of the session
+// that reach l meanwhile run first. It reports false when the partition
+// was fenced meanwhile (no attempt is to be made).
+func (c *Consumer) movedWait(l *lane, w *work) bool {
 	wt := c.movedHold(w)
-	return wt == nil || c.waitMoved(w, wt)
+	return wt == nil || c.waitMoved(l, w, wt, func(x *work) { c.process(l, x) })
 }
 
 // movedHold returns the wait w's session is to be in before w runs (nil:
@@ -152,14 +153,22 @@ func (c *Consumer) movedHold(w *work) *regrow.Wait {
 }
 
 // waitMoved waits until wt is released, or w's partition is fenced
-// (false).
-func (c *Consumer) waitMoved(w *work, wt *regrow.Wait) bool {
+// (false). A record of w's session written before w that reaches its lane
+// l from another partition meanwhile is run (by run) first: its partition's
+// floor may be what w waits for.
+func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work)) bool {
 	defer c.grow.holds.Leave(wt)
 	c.grow.poke()
 	w.p.movedWaiting(w.seq, true)
 	defer w.p.movedWaiting(w.seq, false)
+	older := l.s.setWait(l, w, w.placed.Count)
+	defer l.s.setWait(l, w, 0)
 	for {
-		if !w.p.waitFor(w.seq, time.Minute, wt.Released) {
+		for x := l.s.takeOlder(l); x != nil; x = l.s.takeOlder(l) {
+			run(x)
+			l.s.setWait(l, w, w.placed.Count) // the lane works on w again
+		}
+		if !w.p.waitMoved(w.seq, wt.Released, older) {
 			return false
 		}
 		select {

@@ -102,3 +102,26 @@ func (p *partition) growCommitted(meta string) {
 	p.grow.committed = growSection(meta)
 	p.mu.Unlock()
 }
+
+// waitMoved waits, for the record seq waiting as a moved session, until
+// released or older is signalled (true), or the partition is fenced or the
+// record got done meanwhile (false).
+func (p *partition) waitMoved(seq uint64, released, older <-chan struct{}) bool {
+	for {
+		p.mu.Lock()
+		done, marked := p.tr.IsDone(seq), p.marked
+		p.mu.Unlock()
+		if done {
+			return false
+		}
+		select {
+		case <-released:
+			return true
+		case <-older:
+			return true
+		case <-marked:
+		case <-p.fence:
+			return false
+		}
+	}
+}

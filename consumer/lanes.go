@@ -276,7 +276,7 @@ func (s *shard) add(w *work) *lane {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.lanes[w.lane]; l != nil {
-		l.queue = append(l.queue, w)
+		l.insertLocked(w)
 		return nil
 	}
 	key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
@@ -368,6 +368,13 @@ type lane struct {
 	// one of those states. It stays set until the next take (a finished
 	// record is done, so it holds no watermark).
 	took *work
+	// During a wait of its record as a moved session (growth_loop.go):
+	// the count the record is stamped with, its partition, and a wake for
+	// an older record of the session arriving from another partition.
+	// Guarded by s.mu.
+	waitLevel int
+	waitPart  *partition
+	older     chan struct{}
 
 	// The attempt under way, for the watchdog: since is its start, a clock
 	// stamp (clock.go), 0 when the lane is between attempts; begin stores it

@@ -1,0 +1,74 @@
+package consumer
+
+import "slices"
+
+// A lane's order when a topic grows: a session's records from two
+// partitions reach its lane in the order their partitions were read, not
+// the order they were written. A record stamped with an older partition
+// count (hashring.HeaderPlacement) was written before one stamped with a
+// newer count, so it goes ahead of those of other partitions in the queue;
+// and a record waiting as a moved session (growth_loop.go) runs the older
+// records of its session that arrive meanwhile before it goes on waiting,
+// or it would wait for them for ever behind itself.
+
+// insertLocked queues w in its lane: at the end, or ahead of the records
+// of other partitions stamped with a newer count, and wakes a wait of the
+// lane's record that w is older than. s.mu held.
+func (l *lane) insertLocked(w *work) {
+	i := len(l.queue)
+	if c := w.placed.Count; c > 0 {
+		for i > 0 && l.queue[i-1].p != w.p && l.queue[i-1].placed.Count > c {
+			i--
+		}
+	}
+	if i == len(l.queue) {
+		l.queue = append(l.queue, w)
+	} else {
+		l.queue = slices.Insert(l.queue, i, w)
+	}
+	if l.olderThanWait(w) {
+		select {
+		case l.older <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// olderThanWait reports whether w, of l's session, was written before the
+// record l waits with as a moved session: of another partition, stamped
+// with an older count or not at all. s.mu held.
+func (l *lane) olderThanWait(w *work) bool {
+	return l.waitLevel > 0 && w.p != l.waitPart && w.placed.Count < l.waitLevel
+}
+
+// setWait marks l's record w as waiting (level: its stamp's count; 0:
+// the wait is over) and returns the channel that wakes it when an older
+// record of the session arrives.
+func (s *shard) setWait(l *lane, w *work, level int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.waitLevel, l.waitPart, l.took = level, w.p, w
+	if level == 0 {
+		l.waitPart = nil
+		return nil
+	}
+	if l.older == nil {
+		l.older = make(chan struct{}, 1)
+	}
+	return l.older
+}
+
+// takeOlder takes off l's queue the first record older than the one l
+// waits with, or returns nil.
+func (s *shard) takeOlder(l *lane) *work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range l.queue {
+		if l.olderThanWait(x) {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			l.took = x
+			return x
+		}
+	}
+	return nil
+}
