@@ -27,7 +27,7 @@ func (c *Consumer) process(l *lane, w *work) {
 	if c.park != nil && c.forwardParked(w) {
 		return
 	}
-	if !c.movedWait(l, w) {
+	if w.moves && !c.movedWait(l, w, func(x *work) { c.process(l, x) }) { // read during a growth: its session may wait
 		w.p.finish(w.seq, false) // fenced while its session waited for its old partition
 		return
 	}

@@ -134,11 +134,11 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 
 // movedWait holds w, a started record of lane l, while its session
 // waits as moved by a growth of its topic; older records of the session
-// that reach l meanwhile run first. It reports false when the partition
-// was fenced meanwhile (no attempt is to be made).
-func (c *Consumer) movedWait(l *lane, w *work) bool {
+// that reach l meanwhile run first, by run. It reports false when the
+// partition was fenced meanwhile (no attempt is to be made).
+func (c *Consumer) movedWait(l *lane, w *work, run func(*work)) bool {
 	wt := c.movedHold(w)
-	return wt == nil || c.waitMoved(l, w, wt, func(x *work) { c.process(l, x) })
+	return wt == nil || c.waitMoved(l, w, wt, run)
 }
 
 // movedHold returns the wait w's session is to be in before w runs (nil:

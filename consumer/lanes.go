@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,32 +257,6 @@ type shard struct {
 	lanesOf *laneSet // what every shard shares
 	mu      sync.Mutex
 	lanes   map[string]*lane
-}
-
-// enqueue appends w to its session's lane, starting the lane when the
-// session has none.
-func (s *shard) enqueue(w *work) {
-	if l := s.add(w); l != nil {
-		s.lanesOf.startAll([]*lane{l})
-	}
-}
-
-// add appends w to its session's lane. When the session has none it makes
-// one and returns it, for the caller to start (laneSet.startAll) once the
-// rest of the poll is added: a lane starts with every record the poll
-// brought it.
-func (s *shard) add(w *work) *lane {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.lanes[w.lane]; l != nil {
-		l.insertLocked(w)
-		return nil
-	}
-	key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
-	l := &lane{key: key, s: s, queue: []*work{w}}
-	s.lanes[key] = l
-	s.lanesOf.alive.Add(1)
-	return l
 }
 
 // drop removes a lane that was never started (refused after the shutdown:

@@ -1,6 +1,9 @@
 package consumer
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // A lane's order when a topic grows: a session's records from two
 // partitions reach its lane in the order their partitions were read, not
@@ -71,4 +74,30 @@ func (s *shard) takeOlder(l *lane) *work {
 		}
 	}
 	return nil
+}
+
+// enqueue appends w to its session's lane, starting the lane when the
+// session has none.
+func (s *shard) enqueue(w *work) {
+	if l := s.add(w); l != nil {
+		s.lanesOf.startAll([]*lane{l})
+	}
+}
+
+// add appends w to its session's lane. When the session has none it makes
+// one and returns it, for the caller to start (laneSet.startAll) once the
+// rest of the poll is added: a lane starts with every record the poll
+// brought it.
+func (s *shard) add(w *work) *lane {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lanes[w.lane]; l != nil {
+		l.insertLocked(w)
+		return nil
+	}
+	key := strings.Clone(w.lane) // w.lane may point into a fetch buffer
+	l := &lane{key: key, s: s, queue: []*work{w}}
+	s.lanes[key] = l
+	s.lanesOf.alive.Add(1)
+	return l
 }
