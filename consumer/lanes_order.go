@@ -8,20 +8,29 @@ import (
 // A lane's order when a topic grows: a session's records from two
 // partitions reach its lane in the order their partitions were read, not
 // the order they were written. A record stamped with an older partition
-// count (hashring.HeaderPlacement) was written before one stamped with a
-// newer count, so it goes ahead of those of other partitions in the queue;
+// count (hashring.HeaderPlacement) was written before one of the same
+// topic stamped with a newer count, so it goes ahead of those of the
+// topic's other partitions in the queue (passing over another topic's
+// records, whose counts say nothing of this topic's);
 // and a record waiting as a moved session (growth_loop.go) runs the older
 // records of its session that arrive meanwhile before it goes on waiting,
 // or it would wait for them for ever behind itself.
 
 // insertLocked queues w in its lane: at the end, or ahead of the records
-// of other partitions stamped with a newer count, and wakes a wait of the
+// of its topic's other partitions stamped with a newer count, and wakes a wait of the
 // lane's record that w is older than. s.mu held.
 func (l *lane) insertLocked(w *work) {
 	i := len(l.queue)
 	if c := w.placed.Count; c > 0 {
-		for i > 0 && l.queue[i-1].p != w.p && l.queue[i-1].placed.Count > c {
-			i--
+		for k := len(l.queue) - 1; k >= 0; k-- {
+			x := l.queue[k]
+			if x.p.key.topic != w.p.key.topic {
+				continue // another topic's: passed over
+			}
+			if x.p == w.p || x.placed.Count <= c {
+				break // its own partition's, or not newer: w comes after it
+			}
+			i = k // a newer record of another partition of the topic: w goes ahead of it
 		}
 	}
 	if i == len(l.queue) {
@@ -38,10 +47,10 @@ func (l *lane) insertLocked(w *work) {
 }
 
 // olderThanWait reports whether w, of l's session, was written before the
-// record l waits with as a moved session: of another partition, stamped
-// with an older count or not at all. s.mu held.
+// record l waits with as a moved session: of another partition of its
+// topic, stamped with an older count or not at all. s.mu held.
 func (l *lane) olderThanWait(w *work) bool {
-	return l.waitLevel > 0 && w.p != l.waitPart && w.placed.Count < l.waitLevel
+	return l.waitLevel > 0 && w.p != l.waitPart && w.p.key.topic == l.waitPart.key.topic && w.placed.Count < l.waitLevel
 }
 
 // setWait marks l's record w as waiting (level: its stamp's count; 0:
