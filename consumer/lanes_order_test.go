@@ -27,7 +27,7 @@ func TestLaneOrderByStamp(t *testing.T) {
 	}
 	l := &lane{}
 	l.insertLocked(rec(a5, 8, "new-a5"))
-	l.insertLocked(rec(b3, 4, "b3"))    // another topic: its count says nothing of a's
+	l.insertLocked(rec(b3, 4, "b3"))     // another topic: its count says nothing of a's
 	l.insertLocked(rec(a0, 2, "old-a0")) // a's older count: ahead of a5's newer record
 	l.insertLocked(rec(a5, 2, "a5-2"))   // its own partition's order holds
 	if got, want := names(l), []string{"old-a0", "new-a5", "b3", "a5-2"}; !slices.Equal(got, want) {
