@@ -125,7 +125,7 @@ func (c *Consumer) breakerHold(w *work) (probe breaker.ProbeID, waited, ok bool)
 				c.flow.holdChanged()
 			}
 		}
-		if !w.p.waitFor(w.seq, a.Wait, a.Closed) {
+		if !w.p.waitFor(w.seq, a.Wait, a.Closed, nil) {
 			return 0, true, false
 		}
 	}
@@ -180,7 +180,7 @@ func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error)
 // is to be made).
 func (c *Consumer) silenceWait(w *work) bool {
 	for g := c.member.gate(); g != nil; g = c.member.gate() {
-		if !w.p.waitFor(w.seq, time.Minute, g.over) {
+		if !w.p.waitFor(w.seq, time.Minute, g.over, nil) {
 			return false
 		}
 	}

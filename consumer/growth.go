@@ -74,12 +74,15 @@ func (g *growth) topicLocked(name string) *topicGrowth {
 // the topic's count from its metadata, which also tells a topic made
 // again). It reports the history after, and whether a change became known
 // by it.
-func (g *growth) learn(topic string, counts []int, since time.Time, observe int, now time.Time) (regrow.History, bool) {
+func (g *growth) learn(topic string, counts []int, since time.Time, observe int, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	t := g.topicLocked(topic)
-	was := t.hist.Changing()
-	before := t.hist.Newest()
+	g.learnLocked(g.topicLocked(topic), counts, since, observe, now)
+}
+
+// learnLocked is learn for topic part t. g.mu held.
+func (g *growth) learnLocked(t *topicGrowth, counts []int, since time.Time, observe int, now time.Time) {
+	was, before := t.hist.Changing(), t.hist.Newest()
 	t.hist.Learn(counts, since, now)
 	if observe > 0 {
 		t.hist.Observe(observe, now)
@@ -89,14 +92,9 @@ func (g *growth) learn(topic string, counts []int, since time.Time, observe int,
 	}
 	t.newest.Store(int64(t.hist.Newest()))
 	t.changing.Store(t.hist.Changing())
-	started := !was && t.hist.Changing()
-	if started {
-		select {
-		case g.kick <- struct{}{}:
-		default:
-		}
+	if !was && t.hist.Changing() {
+		g.poke() // a change became known: the loop looks now
 	}
-	return t.hist, started
 }
 
 // history is topic's history now.
@@ -116,15 +114,8 @@ func (g *growth) history(topic string) regrow.History {
 // counts, their floors release waits, and a settled newest count settles
 // its own change.
 func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled []settling) {
-	type learnt struct {
-		counts []int
-		since  time.Time
-	}
 	g.mu.Lock()
-	var learn []struct {
-		topic string
-		l     learnt
-	}
+	defer g.mu.Unlock()
 	for topic, parts := range resps {
 		t := g.topics[topic]
 		if t == nil {
@@ -140,18 +131,12 @@ func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled
 				continue
 			}
 			t.seen[q] = gc
-			if gc.hist.Settled && gc.hist.Newest() == t.hist.Newest() && t.hist.Changing() && !slices.Contains(settled, settling{topic, gc.hist.Newest()}) {
-				settled = append(settled, settling{topic, gc.hist.Newest()})
+			s := settling{topic, gc.hist.Newest()}
+			if gc.hist.Settled && s.level == t.hist.Newest() && t.hist.Changing() && !slices.Contains(settled, s) {
+				settled = append(settled, s)
 			}
-			learn = append(learn, struct {
-				topic string
-				l     learnt
-			}{topic, learnt{gc.hist.Counts, gc.hist.Since}})
+			g.learnLocked(t, gc.hist.Counts, gc.hist.Since, 0, now)
 		}
-	}
-	g.mu.Unlock()
-	for _, l := range learn {
-		g.learn(l.topic, l.l.counts, l.l.since, 0, now)
 	}
 	return settled
 }

@@ -168,7 +168,7 @@ func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work))
 			run(x)
 			l.s.setWait(l, w, w.placed.Count) // the lane works on w again
 		}
-		if !w.p.waitMoved(w.seq, wt.Released, older) {
+		if !w.p.waitFor(w.seq, time.Minute, wt.Released, older) {
 			return false
 		}
 		select {

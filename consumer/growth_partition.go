@@ -22,14 +22,7 @@ func (p *partition) growAdmitLocked(r *kgo.Record, seq uint64) (pl hashring.Plac
 		return pl, false
 	}
 	if v := placementOf(r); v != nil && len(r.Key) > 0 {
-		if !bytes.Equal(v, g.lastV) {
-			if parsed, err := hashring.ParsePlacement(v); err == nil {
-				g.lastV, g.lastPl = append(g.lastV[:0], v...), parsed
-			}
-		}
-		if bytes.Equal(v, g.lastV) {
-			pl = g.lastPl
-		}
+		pl = g.placement(v)
 	}
 	if pl.Count > 0 && int64(pl.Count) > g.t.newest.Load() {
 		g.g.learn(p.key.topic, []int{pl.Count}, time.Time{}, 0, time.Now()) // lock order: p.mu, then growth.mu
@@ -43,6 +36,20 @@ func (p *partition) growAdmitLocked(r *kgo.Record, seq uint64) (pl hashring.Plac
 	}
 	g.fl.Add(seq, r.Offset, pl.Count)
 	return pl, pl.Count > 0
+}
+
+// placement is the placement header value v says, parsed once for a run
+// of records that carry the same value (zero: not lanes' stamp, handled as
+// none).
+func (g *partGrow) placement(v []byte) hashring.Placement {
+	if !bytes.Equal(v, g.lastV) {
+		parsed, err := hashring.ParsePlacement(v)
+		if err != nil {
+			return hashring.Placement{}
+		}
+		g.lastV, g.lastPl = append(g.lastV[:0], v...), parsed
+	}
+	return g.lastPl
 }
 
 // growMetaLocked is the growth section of p's next commit: its topic's
@@ -101,27 +108,4 @@ func (p *partition) growCommitted(meta string) {
 	p.mu.Lock()
 	p.grow.committed = growSection(meta)
 	p.mu.Unlock()
-}
-
-// waitMoved waits, for the record seq waiting as a moved session, until
-// released or older is signalled (true), or the partition is fenced or the
-// record got done meanwhile (false).
-func (p *partition) waitMoved(seq uint64, released, older <-chan struct{}) bool {
-	for {
-		p.mu.Lock()
-		done, marked := p.tr.IsDone(seq), p.marked
-		p.mu.Unlock()
-		if done {
-			return false
-		}
-		select {
-		case <-released:
-			return true
-		case <-older:
-			return true
-		case <-marked:
-		case <-p.fence:
-			return false
-		}
-	}
 }

@@ -115,12 +115,13 @@ func (p *partition) isFenced() bool {
 // false, early, when the partition is fenced or the record got done
 // meanwhile (skipped as stalled): no further attempt is to be made.
 func (p *partition) waitRetry(seq uint64, d time.Duration) bool {
-	return p.waitFor(seq, d, nil)
+	return p.waitFor(seq, d, nil, nil)
 }
 
-// waitFor is waitRetry that also returns true, early, when wake is closed
-// (the breaker closing; nil: never).
-func (p *partition) waitFor(seq uint64, d time.Duration, wake <-chan struct{}) bool {
+// waitFor is waitRetry that also returns true, early, when wake or other
+// is closed or signalled (the breaker closing, a silence hold's end, a
+// moved session's release or an older record of it arriving; nil: never).
+func (p *partition) waitFor(seq uint64, d time.Duration, wake, other <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -134,6 +135,8 @@ func (p *partition) waitFor(seq uint64, d time.Duration, wake <-chan struct{}) b
 		case <-t.C:
 			return true
 		case <-wake:
+			return true
+		case <-other:
 			return true
 		case <-marked:
 		case <-p.fence:

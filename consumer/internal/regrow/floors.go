@@ -67,7 +67,3 @@ func (f *Floors) Floor(level int, done func(seq uint64) bool, watermark, next in
 	}
 	return next
 }
-
-// Len is the number of stamped records kept (done ones behind the first
-// not done included).
-func (f *Floors) Len() int { return len(f.recs) }
