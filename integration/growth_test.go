@@ -416,6 +416,29 @@ func checkGrowth(t *testing.T, gp *growthProducer, cr crossing, backlog int, rel
 	}
 }
 
+// startGrowth starts the two-member growth run: a topic of 2 partitions,
+// 60 sessions, two members in group name each owning an old partition,
+// and backlog messages a session sent with part, a tenth of them handled.
+func startGrowth(t *testing.T, name string, part producer.Partitioning, backlog int) (
+	c *cluster, topic, dlq string, l *lanestest.Ledger, sessions []string, cfg consumer.Config,
+	w *growthWatch, gp *growthProducer, start time.Time) {
+	t.Helper()
+	c = newCluster(t)
+	topic, dlq = c.topics(t, 2)
+	l = lanestest.NewLedger()
+	sessions = sessionNames(60)
+	start = time.Now()
+	cfg = c.growthConfig(name, topic, dlq)
+	w = newGrowthWatch(t)
+	w.start("m1", cfg, l)
+	w.start("m2", cfg, l)
+	w.owners(2, time.Minute) // each member owns an old partition before the backlog
+	gp = newGrowthProducer(t, c, topic, part, sessions, l)
+	gp.send(backlog)
+	waitFinished(t, l, len(sessions)*backlog/10, 2*time.Minute)
+	return c, topic, dlq, l, sessions, cfg, w, gp, start
+}
+
 // TestGrowthScenario, the scenario of #34: 60 sessions with a backlog on
 // a topic of 2 partitions, two members; while the backlog is handled the
 // topic grows to 8 and the lanes producer sends 30 more messages a
@@ -427,20 +450,8 @@ func TestGrowthScenario(t *testing.T) {
 		part producer.Partitioning
 	}{{"jump", producer.PartitionJump}, {"kafka", producer.PartitionKafka}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t)
-			topic, dlq := c.topics(t, 2)
-			l := lanestest.NewLedger()
-			sessions := sessionNames(60)
 			const backlog, after = 50, 30
-			start := time.Now()
-			cfg := c.growthConfig("growth-"+tc.name, topic, dlq)
-			w := newGrowthWatch(t)
-			w.start("m1", cfg, l)
-			w.start("m2", cfg, l)
-			w.owners(2, time.Minute) // each member owns an old partition before the backlog
-			gp := newGrowthProducer(t, c, topic, tc.part, sessions, l)
-			gp.send(backlog)
-			waitFinished(t, l, len(sessions)*backlog/10, 2*time.Minute)
+			c, topic, dlq, l, sessions, cfg, w, gp, start := startGrowth(t, "growth-"+tc.name, tc.part, backlog)
 			c.grow(t, topic, 8)
 			cr := gp.sendAcross(2, after)
 			w.finished(c, cfg.Group, topic, l, 3*time.Minute)
@@ -457,20 +468,8 @@ func TestGrowthScenario(t *testing.T) {
 // not all handled): a session moved by both waits for both its old
 // partitions. Jump hashing, two members.
 func TestGrowthTwice(t *testing.T) {
-	c := newCluster(t)
-	topic, dlq := c.topics(t, 2)
-	l := lanestest.NewLedger()
-	sessions := sessionNames(60)
 	const backlog, after = 40, 30
-	start := time.Now()
-	cfg := c.growthConfig("growth-twice", topic, dlq)
-	w := newGrowthWatch(t)
-	w.start("m1", cfg, l)
-	w.start("m2", cfg, l)
-	w.owners(2, time.Minute) // each member owns an old partition before the backlog
-	gp := newGrowthProducer(t, c, topic, producer.PartitionJump, sessions, l)
-	gp.send(backlog)
-	waitFinished(t, l, len(sessions)*backlog/10, 2*time.Minute)
+	c, topic, dlq, l, sessions, cfg, w, gp, start := startGrowth(t, "growth-twice", producer.PartitionJump, backlog)
 	c.grow(t, topic, 4)
 	first := gp.sendAcross(2, after)
 	sentBefore := len(sessions) * gp.next
