@@ -229,3 +229,11 @@ func placementOf(r *kgo.Record) []byte {
 	}
 	return nil
 }
+
+// poke wakes the growth loop.
+func (g *growth) poke() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}

@@ -11,14 +11,6 @@ import (
 // it has anything to do, which end offsets it needs, and when a change
 // settles.
 
-// poke wakes the growth loop.
-func (g *growth) poke() {
-	select {
-	case g.kick <- struct{}{}:
-	default:
-	}
-}
-
 // active reports whether a change or a wait is on.
 func (g *growth) active() bool {
 	if g.holds.Len() > 0 {
