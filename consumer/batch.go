@@ -85,7 +85,7 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 		if wt := c.movedHold(w); wt != nil {
 			c.deliverBatch(l, b)
 			b = make([]*work, 0, len(taken))
-			if !c.waitMoved(l, w, wt, func(x *work) { c.processBatch(l, []*work{x}) }) {
+			if ok, _ := c.waitMoved(l, w, wt, func(x *work) { c.processBatch(l, []*work{x}) }); !ok { // never parked: no parking with a BatchHandler
 				w.p.finish(w.seq, false) // fenced while its session waited: its next owner runs it
 				continue
 			}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,19 +14,49 @@ import (
 
 // growCommit is the growth section of one partition's commit: its
 // committer's history and, during a change, its floors for the levels
-// hist.Counts[1:].
+// hist.Counts[1:] and the sessions parked on it with records placed by an
+// older count than the newest.
 type growCommit struct {
 	hist   regrow.History
 	floors []int64
+	parked parkedOld
 }
+
+// parkedOld names the sessions parked on a partition with a record placed
+// by a count older than its topic's newest (regrow.SessionHash, sorted),
+// or all of them (all: too many to name, or its parked set not rebuilt
+// yet).
+type parkedOld struct {
+	hashes []uint32
+	all    bool
+}
+
+// maxParkedNamed is how many parked sessions a commit names before it says
+// "all" instead: the section stays within a few hundred bytes of the
+// commit metadata's MaxCommitMetadataBytes.
+const maxParkedNamed = 32
+
+// has reports whether session may be among them.
+func (po parkedOld) has(session string) bool {
+	if po.all {
+		return true
+	}
+	_, ok := slices.BinarySearch(po.hashes, regrow.SessionHash(session))
+	return ok
+}
+
+func (po parkedOld) none() bool { return !po.all && len(po.hashes) == 0 }
 
 // Commit metadata: the growth section, before the park section:
 // ";grow1:<history segment>" and, during a change, ":<floor>,…", the
-// partition's floors for the history's counts after the oldest.
+// partition's floors for the history's counts after the oldest, then,
+// when sessions are parked on it with records placed by an older count
+// than the newest, ":<hash>,…" (hexadecimal) or ":*" (all).
 const growMetaSep = ";grow1:"
 
-// growMeta is the growth section of a commit with history h and floors.
-func growMeta(h regrow.History, floors []int64) string {
+// growMeta is the growth section of a commit with history h, floors and
+// the sessions parked with older records.
+func growMeta(h regrow.History, floors []int64, parked parkedOld) string {
 	seg := h.Segment()
 	if seg == "" {
 		return ""
@@ -40,6 +71,18 @@ func growMeta(h regrow.History, floors []int64) string {
 			b.WriteByte(',')
 		}
 		b.WriteString(strconv.FormatInt(f, 10))
+	}
+	if len(floors) > 0 && !parked.none() {
+		b.WriteByte(':')
+		if parked.all {
+			b.WriteByte('*')
+		}
+		for i, x := range parked.hashes {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatUint(uint64(x), 16))
+		}
 	}
 	return b.String()
 }
@@ -60,6 +103,13 @@ func splitGrowMeta(meta string) (growCommit, bool) {
 	}
 	gc := growCommit{hist: h}
 	if hasFloors {
+		fl, pk, hasParked := strings.Cut(fl, ":")
+		if hasParked {
+			var ok bool
+			if gc.parked, ok = parseParked(pk); !ok {
+				return growCommit{}, false
+			}
+		}
 		for f := range strings.SplitSeq(fl, ",") {
 			v, err := strconv.ParseInt(f, 10, 64)
 			if err != nil || v < 0 {
@@ -72,6 +122,25 @@ func splitGrowMeta(meta string) (growCommit, bool) {
 		}
 	}
 	return gc, true
+}
+
+// parseParked reads the parked sessions of a growth section.
+func parseParked(s string) (parkedOld, bool) {
+	if s == "*" {
+		return parkedOld{all: true}, true
+	}
+	var po parkedOld
+	for x := range strings.SplitSeq(s, ",") {
+		v, err := strconv.ParseUint(x, 16, 32)
+		if err != nil {
+			return parkedOld{}, false
+		}
+		po.hashes = append(po.hashes, uint32(v))
+	}
+	if !slices.IsSorted(po.hashes) {
+		return parkedOld{}, false
+	}
+	return po, true
 }
 
 // growSection is the growth section of commit metadata as written ("":

@@ -24,11 +24,18 @@ func (c *Consumer) process(l *lane, w *work) {
 	if !w.p.start(w.seq) {
 		return // fenced (the next owner reads it again), or skipped as stalled
 	}
-	if c.park != nil && c.forwardParked(w) {
-		return
+	if w.moves { // read during a growth: its session may wait for its old partitions
+		ok, on := c.movedWait(l, w, func(x *work) { c.process(l, x) })
+		if !ok {
+			w.p.finish(w.seq, false) // fenced meanwhile
+			return
+		}
+		if on >= 0 {
+			w.p.finish(w.seq, c.parkMoved(w, on))
+			return
+		}
 	}
-	if w.moves && !c.movedWait(l, w, func(x *work) { c.process(l, x) }) { // read during a growth: its session may wait
-		w.p.finish(w.seq, false) // fenced while its session waited for its old partition
+	if c.park != nil && c.forwardParked(w) { // after a moved wait: its records parked on old partitions count too
 		return
 	}
 	done, out := c.deliver(l, w)

@@ -141,9 +141,9 @@ func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled
 	return settled
 }
 
-// floorOf is the floor of (topic, q) for level as its committer last said
-// it: +inf when it settled a change to level or newer.
-func (g *growth) floorOf(topic string, q int32, level int) (int64, bool) {
+// Floor is the floor of (topic, q) for level as its committer last said
+// it: +inf when it settled a change to level or newer (regrow.Olds).
+func (g *growth) Floor(topic string, q int32, level int) (int64, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.topics[topic]
@@ -163,6 +163,27 @@ func (g *growth) floorOf(topic string, q int32, level int) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Parked reports whether session may be parked on (topic, q) with a
+// record placed by an older count than the topic's newest, as q's
+// committer last said it (regrow.Olds): true unless its last commit
+// settled the change or, during it, did not name the session.
+func (g *growth) Parked(topic string, q int32, session string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.topics[topic]
+	if t == nil {
+		return true
+	}
+	gc, ok := t.seen[q]
+	switch {
+	case !ok:
+		return true
+	case gc.hist.Settled:
+		return false
+	}
+	return len(gc.floors) == 0 || gc.parked.has(session)
 }
 
 // settling is a topic whose change to count level is found over.

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/regrow"
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // The growth loop and the moved sessions' waits: a record of a session
@@ -135,10 +136,15 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 // movedWait holds w, a started record of lane l, while its session
 // waits as moved by a growth of its topic; older records of the session
 // that reach l meanwhile run first, by run. It reports false when the
-// partition was fenced meanwhile (no attempt is to be made).
-func (c *Consumer) movedWait(l *lane, w *work, run func(*work)) bool {
+// partition was fenced meanwhile (no attempt is to be made); parkOn is
+// the old partition the session is parked on (-1: none), when w is to be
+// parked behind it instead of run.
+func (c *Consumer) movedWait(l *lane, w *work, run func(*work)) (ok bool, parkOn int32) {
 	wt := c.movedHold(w)
-	return wt == nil || c.waitMoved(l, w, wt, run)
+	if wt == nil {
+		return true, -1
+	}
+	return c.waitMoved(l, w, wt, run)
 }
 
 // movedHold returns the wait w's session is to be in before w runs (nil:
@@ -152,11 +158,26 @@ func (c *Consumer) movedHold(w *work) *regrow.Wait {
 	return c.grow.holds.Enter(at, w.lane, w.placed.Count, old, time.Now())
 }
 
+// parkedAway reports whether src, the parked head of lane on p, is of a
+// session a growth moved that may still be parked on one of its old
+// partitions (as their commits say): its retry waits for those records.
+func (c *Consumer) parkedAway(p *partition, lane string, src *kgo.Record) bool {
+	if c.cfg.Growth.Off {
+		return false
+	}
+	pl, err := hashring.ParsePlacement(placementOf(src))
+	if err != nil {
+		return false
+	}
+	at := regrow.Part{Topic: p.key.topic, Partition: p.key.partition}
+	return regrow.ParkedAway(c.grow.history(at.Topic), c.grow, at, pl, src.Key, lane)
+}
+
 // waitMoved waits until wt is released, or w's partition is fenced
-// (false). A record of w's session written before w that reaches its lane
+// (false); parkOn is the wait's ParkedOn. A record of w's session written before w that reaches its lane
 // l from another partition meanwhile is run (by run) first: its partition's
 // floor may be what w waits for.
-func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work)) bool {
+func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work)) (ok bool, parkOn int32) {
 	defer c.grow.holds.Leave(wt)
 	c.grow.poke()
 	w.p.movedWaiting(w.seq, true)
@@ -169,11 +190,11 @@ func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work))
 			l.s.setWait(l, w, w.placed.Count) // the lane works on w again
 		}
 		if !w.p.waitFor(w.seq, time.Minute, wt.Released, older) {
-			return false
+			return false, -1
 		}
 		select {
 		case <-wt.Released:
-			return true
+			return true, wt.ParkedOn
 		default:
 		}
 	}
@@ -223,9 +244,9 @@ func (c *Consumer) growthTick(bg context.Context, now time.Time) {
 		return
 	}
 	c.settleFrom(c.grow.readCommits(resps, now))
-	if n := c.grow.holds.Release(c.grow.floorOf); n > 0 {
-		c.stats.movedReleased.Add(int64(n))
-	}
+	released, parked := c.grow.holds.Release(c.grow, c.park != nil)
+	c.stats.movedReleased.Add(int64(released))
+	c.stats.movedParked.Add(int64(parked))
 	c.settleFrom(c.grow.settleDue())
 	c.grow.announce(c.log())
 }

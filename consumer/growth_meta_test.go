@@ -18,26 +18,31 @@ func TestGrowMetaSections(t *testing.T) {
 		meta, offsets string
 		counts        []int
 		floors        []int64
+		parked        parkedOld
 		park          bool
 	}{
 		{meta: ";grow1:8", counts: []int{8}},
 		{meta: "lanes1:AQIAAQID;grow1:2,8@1000:5", offsets: "lanes1:AQIAAQID", counts: []int{2, 8}, floors: []int64{5}},
 		{meta: "lanes1:AQIAAQID;grow1:8!" + park, offsets: "lanes1:AQIAAQID", counts: []int{8}, park: true},
 		{meta: ";grow1:2,4,8@1000:5,9" + park, counts: []int{2, 4, 8}, floors: []int64{5, 9}, park: true},
+		{meta: ";grow1:2,8@1000:5:1f,a0b1c2d3" + park, counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{hashes: []uint32{0x1f, 0xa0b1c2d3}}, park: true},
+		{meta: "lanes1:AQIAAQID;grow1:2,8@1000:5:*", offsets: "lanes1:AQIAAQID", counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{all: true}},
 	} {
 		rest, _, parked := splitParkMeta(tc.meta)
 		if rest != tc.offsets || parked != tc.park {
 			t.Errorf("splitParkMeta(%q) = %q, park %v; want %q, %v", tc.meta, rest, parked, tc.offsets, tc.park)
 		}
 		gc, ok := splitGrowMeta(tc.meta)
-		if !ok || !slices.Equal(gc.hist.Counts, tc.counts) || !slices.Equal(gc.floors, tc.floors) {
+		if !ok || !slices.Equal(gc.hist.Counts, tc.counts) || !slices.Equal(gc.floors, tc.floors) ||
+			gc.parked.all != tc.parked.all || !slices.Equal(gc.parked.hashes, tc.parked.hashes) {
 			t.Errorf("splitGrowMeta(%q) = %+v, %v", tc.meta, gc, ok)
 		}
-		if got := growMeta(gc.hist, gc.floors); got != growSection(tc.meta) {
+		if got := growMeta(gc.hist, gc.floors, gc.parked); got != growSection(tc.meta) {
 			t.Errorf("growMeta of %q = %q, want %q", tc.meta, got, growSection(tc.meta))
 		}
 	}
-	for _, bad := range []string{";grow1:2,8@1000", ";grow1:8:5", ";grow1:2,8@1000:5,6", ";grow1:x", ";grow1:2,8@1000:-1"} {
+	for _, bad := range []string{";grow1:2,8@1000", ";grow1:8:5", ";grow1:2,8@1000:5,6", ";grow1:x", ";grow1:2,8@1000:-1",
+		";grow1:2,8@1000:5:", ";grow1:2,8@1000:5:b,a", ";grow1:2,8@1000:5:123456789", ";grow1:2,8@1000:5:*,1"} {
 		if gc, ok := splitGrowMeta(bad); ok {
 			t.Errorf("splitGrowMeta(%q) = %+v, want not read", bad, gc)
 		}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -66,7 +67,7 @@ func (p *partition) growMetaLocked() string {
 		if !g.track {
 			h = regrow.History{Counts: h.Counts[len(h.Counts)-min(len(h.Counts), 1):]} // no floors: say the newest count only
 		}
-		return growMeta(h, nil)
+		return growMeta(h, nil, parkedOld{})
 	}
 	next := p.tr.Next()
 	if g.fl == nil {
@@ -77,7 +78,37 @@ func (p *partition) growMetaLocked() string {
 	for _, level := range h.Counts[1:] {
 		floors = append(floors, g.fl.Floor(level, p.tr.IsDone, wm, next))
 	}
-	return growMeta(h, floors)
+	return growMeta(h, floors, p.parkedOldLocked(h.Newest()))
+}
+
+// parkedOldLocked names the sessions parked on p with a record placed by a
+// count older than newest: a parked record is out of the floors' way, so
+// a session it moved waits for this instead (regrow.Holds.Release). All
+// of them while p's parked set is not rebuilt, or when they are too many
+// to name. None without parking. p.mu held.
+func (p *partition) parkedOldLocked(newest int) parkedOld {
+	pk := p.pk
+	switch {
+	case pk == nil:
+		return parkedOld{} // parking off: what was parked stays where it is, unread (parking.md)
+	case !pk.rebuilt:
+		return parkedOld{all: true}
+	}
+	var po parkedOld
+	for s, level := range pk.levels {
+		switch {
+		case !pk.set.IsParked(s):
+			delete(pk.levels, s) // unparked since
+		case level < newest:
+			po.hashes = append(po.hashes, regrow.SessionHash(s))
+		}
+	}
+	slices.Sort(po.hashes) // the same set says the same: no commit is due for it
+	po.hashes = slices.Compact(po.hashes)
+	if len(po.hashes) > maxParkedNamed {
+		return parkedOld{all: true}
+	}
+	return po
 }
 
 // movedWaiting marks the record seq as waiting as a moved session (or no

@@ -76,7 +76,8 @@ next:
 }
 
 // settleDue lists the changing topics whose old partitions' floors for
-// the newest count passed the ends measured after Grace.
+// the newest count passed the ends measured after Grace, with no session
+// parked on them with records placed by an older count.
 func (g *growth) settleDue() []settling {
 	g.mu.Lock()
 	var due []string
@@ -94,8 +95,8 @@ func (g *growth) settleDue() []settling {
 		g.mu.Unlock()
 		ok := true
 		for q, end := range settle {
-			if f, known := g.floorOf(name, q, level); !known || f < end {
-				ok = false
+			if f, known := g.Floor(name, q, level); !known || f < end || g.parkedAny(name, q) {
+				ok = false // records placed by older counts unhandled, or parked
 				break
 			}
 		}
@@ -104,4 +105,13 @@ func (g *growth) settleDue() []settling {
 		}
 	}
 	return out
+}
+
+// parkedAny reports whether (topic, q)'s last commit named sessions parked
+// with records placed by an older count than the newest (or said none).
+func (g *growth) parkedAny(topic string, q int32) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gc, ok := g.topics[topic].seen[q]
+	return !ok || !gc.parked.none()
 }

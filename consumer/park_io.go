@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/hashring"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -153,9 +155,10 @@ func (io *parkIO) write(ctx context.Context, rec *kgo.Record) (int64, error) {
 // loggedEntry is an entry of a park partition as read back: where it is,
 // when it was written, and what it says.
 type loggedEntry struct {
-	off int64
-	at  time.Time
-	e   parkset.Entry
+	off   int64
+	at    time.Time
+	e     parkset.Entry
+	level int // a parked copy's placement count (0: none, or a stub)
 }
 
 // entries reads the entries of park partition (topic, part) from offset
@@ -170,7 +173,13 @@ func (io *parkIO) entries(ctx context.Context, topic string, part int32, from, t
 			bad(r, err)
 			return
 		}
-		out = append(out, loggedEntry{off: r.Offset, at: r.Timestamp, e: e})
+		le := loggedEntry{off: r.Offset, at: r.Timestamp, e: e}
+		if e.Kind == parkset.KindRecord {
+			if pl, err := hashring.ParsePlacement(placementOf(r)); err == nil {
+				le.level = pl.Count
+			}
+		}
+		out = append(out, le)
 	})
 	return out, err
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -52,6 +53,21 @@ func (c *Consumer) forwardParked(w *work) bool {
 	return true
 }
 
+// parkMoved parks w, whose session a growth moved and which is parked on
+// its old partition on: its retry waits until that partition's commits no
+// longer name the session (retryParked).
+func (c *Consumer) parkMoved(w *work, on int32) bool {
+	now := time.Now()
+	reason := fmt.Sprintf("moved: its session is parked on %s/%d, its partition before %s grew", w.p.key.topic, on, w.p.key.topic)
+	if !c.parkOut(w, nil, 0, now, now, reason) {
+		return false
+	}
+	l := c.recordLog(noSpan, w)
+	l.Info().Int32("old_partition", on).
+		Msg("growth: moved session parked behind its records parked on its old partition; it is retried once they are done (lanes park inspect shows both)")
+	return true
+}
+
 // parkOut writes the park copy of w's record and, once acknowledged, adds
 // it to its partition's parked set. It reports false when the partition
 // was fenced first (the next owner reads the record again). A failing
@@ -77,7 +93,7 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	if !ok {
 		return false
 	}
-	w.p.parked(w.seq, w.lane, off, w.rec.Offset, time.Now())
+	w.p.parked(w.seq, w.lane, w.placed.Count, off, w.rec.Offset, time.Now())
 	if cause != nil {
 		l := c.recordLog(noSpan, w)
 		l.Warn().Int("attempts", attempts).Str("park_topic", rec.Topic).Int64("park_offset", off).AnErr("cause", cause).

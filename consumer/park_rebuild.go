@@ -153,7 +153,8 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	set := p.pk.set
 	set.SetTopicID(ids.source)
 	set.Begin(start, inForce)
-	ignored := replayAll(set, entries)
+	p.pk.levels = nil
+	ignored := replayAll(p.pk, entries)
 	taken := set.Replay(fence, own, now)
 	in := set.InForce()
 	p.mu.Unlock()
@@ -186,7 +187,7 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 		}
 		own.Reset = true
 		p.mu.Lock()
-		ignored += replayAll(set, more)
+		ignored += replayAll(p.pk, more)
 		taken = set.Replay(reset, own, time.Now())
 		p.mu.Unlock()
 		if !taken {
@@ -207,12 +208,18 @@ func (c *Consumer) rebuildPark(ctx context.Context, cl *kgo.Client, p *partition
 	return nil
 }
 
-// replayAll replays entries into set and returns how many it ignored (not
-// the group's own, or not in force).
-func replayAll(set *parkset.Set, entries []loggedEntry) (ignored int) {
+// replayAll replays entries into pk's parked set, noting the placement
+// counts of the records it parks, and returns how many it ignored (not the
+// group's own, or not in force). p.mu held.
+func replayAll(pk *partPark, entries []loggedEntry) (ignored int) {
 	for _, le := range entries {
-		if !set.Replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
+		was := pk.set.IsParked(le.e.Session)
+		if !pk.set.Replay(le.off, le.e, le.at) { // its write time: Stats show its true age, its head is due Delay after it
 			ignored++
+			continue
+		}
+		if le.e.Kind == parkset.KindRecord {
+			pk.level(le.e.Session, le.level, was)
 		}
 	}
 	return ignored

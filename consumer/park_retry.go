@@ -52,6 +52,10 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkRetryLater(w.lane, time.Now())
 		return
 	}
+	if c.parkedAway(p, w.lane, src) {
+		p.parkRetryLater(w.lane, time.Now()) // not counted: its older records, parked on its old partition, go first
+		return
+	}
 	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
 		Attempt: inLane + h.Retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic

@@ -78,6 +78,10 @@ type Stats struct {
 	// MovedReleased counts the waits of moved sessions that ended with
 	// their old partitions handled.
 	MovedReleased int64 `json:"moved_released"`
+	// MovedParked counts the waits of moved sessions that ended with the
+	// session parked on its new partition, behind its records parked on an
+	// old one (retried once those are done).
+	MovedParked int64 `json:"moved_parked"`
 }
 
 // PartitionStats describes one owned partition.
@@ -156,6 +160,7 @@ type PartitionStats struct {
 
 type counters struct {
 	movedReleased  atomic.Int64
+	movedParked    atomic.Int64
 	processed      atomic.Int64
 	retries        atomic.Int64
 	filtered       atomic.Int64

@@ -32,6 +32,7 @@ func (c *Consumer) Stats() Stats {
 		CommitFailures:     s.commitFailures.Load(),
 		Breaker:            breakerStats(c.brk, time.Now()),
 		MovedReleased:      s.movedReleased.Load(),
+		MovedParked:        s.movedParked.Load(),
 		Growing:            c.growthStats(time.Now()),
 	}
 	if n := out.Commits + out.CommitFailures; n > 0 {

@@ -21,9 +21,16 @@
 //     began: every record of the session produced before this one on q is
 //     then handled. A session released on p stays released while the
 //     member owns p ([Holds]).
+//   - A parked record is out of its partition's way, so its owner's
+//     commits also name the sessions parked there with records of an older
+//     count ([SessionHash]). A moved session so named on an old partition
+//     is not released: the consumer parks it on its new partition behind
+//     them, and its retry there waits while any old partition names it
+//     ([ParkedAway]).
 //   - A topic's change is over once producers have had time to learn the
 //     new count (a grace period) and the group's committed offsets on the
-//     old partitions have passed their ends measured after it: the history
+//     old partitions have passed their ends measured after it, with none of
+//     them naming a parked session: the history
 //     then keeps the newest count only.
 //
 // The package does no I/O: the consumer lists offsets, reads commits and

@@ -1,10 +1,13 @@
 package regrow
 
 import (
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // Part names a partition of a topic.
@@ -27,7 +30,22 @@ type Wait struct {
 	Old []Barrier
 	// Released is closed when the wait ends.
 	Released chan struct{}
+	// ParkedOn is, once Released is closed, the old partition on which the
+	// session is parked (-1: none, the record runs): the waiter parks its
+	// record behind the session's parked ones instead of running it.
+	ParkedOn int32
 	waiters  int
+}
+
+// Olds is what the old partitions' owners last said in their commits.
+type Olds interface {
+	// Floor is the floor of (topic, q) for level (Floors); false: none
+	// known.
+	Floor(topic string, q int32, level int) (int64, bool)
+	// Parked reports whether session may be parked on (topic, q) with a
+	// record placed by a count older than the topic's newest: not known to
+	// be free.
+	Parked(topic string, q int32, session string) bool
 }
 
 // Barrier is an old partition and the offset its floor for the wait's
@@ -71,7 +89,7 @@ func (h *Holds) Enter(at Part, session string, level int, old []int32, now time.
 	if w == nil {
 		session = strings.Clone(session) // it may point into a fetch buffer, and is kept until the change settles
 		k.session = session
-		w = &Wait{At: at, Session: session, Level: level, Since: now, Released: make(chan struct{})}
+		w = &Wait{At: at, Session: session, Level: level, Since: now, Released: make(chan struct{}), ParkedOn: -1}
 		for _, q := range old {
 			w.Old = append(w.Old, Barrier{Partition: q, End: -1})
 		}
@@ -132,15 +150,26 @@ func (h *Holds) Measured(topic string, q int32, end int64, asOf time.Time) {
 }
 
 // Release ends every wait whose barriers the old partitions' floors have
-// reached, and remembers its session as released on its partition. floor
-// reports the floor of (topic, q) for a level, as q's owner last committed
-// it (false: none known). It returns how many waits it ended.
-func (h *Holds) Release(floor func(topic string, q int32, level int) (int64, bool)) int {
+// reached, as their owners last committed them (o), and remembers its
+// session as released on its partition. A session parked on one of its old
+// partitions is not released: with canPark its wait ends with ParkedOn set
+// (its records go to the park topic behind the parked ones); without, it
+// waits on. It returns how many waits it released and ended parked.
+func (h *Holds) Release(o Olds, canPark bool) (released, parked int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
 	for k, w := range h.waits {
-		if !passed(w, floor) {
+		if !passed(w, o) {
+			continue
+		}
+		if on := parkedOn(w, o); on >= 0 {
+			if !canPark {
+				continue
+			}
+			w.ParkedOn = on
+			close(w.Released)
+			delete(h.waits, k)
+			parked++
 			continue
 		}
 		if h.released == nil {
@@ -152,21 +181,54 @@ func (h *Holds) Release(floor func(topic string, q int32, level int) (int64, boo
 		h.released[w.At][w.Session] = max(h.released[w.At][w.Session], w.Level)
 		close(w.Released)
 		delete(h.waits, k)
-		n++
+		released++
 	}
-	return n
+	return released, parked
 }
 
-func passed(w *Wait, floor func(string, int32, int) (int64, bool)) bool {
+func passed(w *Wait, o Olds) bool {
 	for _, b := range w.Old {
 		if b.End < 0 {
 			return false
 		}
-		if f, ok := floor(w.At.Topic, b.Partition, w.Level); !ok || f < b.End {
+		if f, ok := o.Floor(w.At.Topic, b.Partition, w.Level); !ok || f < b.End {
 			return false
 		}
 	}
 	return true
+}
+
+// parkedOn is the first old partition of w on which its session is
+// parked (-1: none).
+func parkedOn(w *Wait, o Olds) int32 {
+	for _, b := range w.Old {
+		if o.Parked(w.At.Topic, b.Partition, w.Session) {
+			return b.Partition
+		}
+	}
+	return -1
+}
+
+// ParkedAway reports whether session, parked on partition at with a
+// record stamped pl (its key key), may still be parked on one of its old
+// partitions under h: its retry waits (the parked records there go
+// first).
+func ParkedAway(h History, o Olds, at Part, pl hashring.Placement, key []byte, session string) bool {
+	for _, q := range OldHomes(h, pl, key, at.Partition) {
+		if o.Parked(at.Topic, q, session) {
+			return true
+		}
+	}
+	return false
+}
+
+// SessionHash is the 32-bit FNV-1a hash of a session ID: commits name the
+// sessions parked on a partition by it (a collision only makes another
+// session wait too).
+func SessionHash(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 // Forget drops what the member knew of partition at (it lost it): the

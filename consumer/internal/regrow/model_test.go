@@ -23,6 +23,12 @@ import (
 // loses released sessions at random (a rebalance: the next owner knows
 // none), and settles a change once its producers all moved and the old
 // partitions' commits passed their ends measured after that.
+//
+// Sessions are parked at random (a record that keeps failing moves, with
+// its session's later records on its partition, out of the partition's
+// way) and retried at random: a moved session parked on an old partition
+// is parked on its new one too, and its retry there waits until the old
+// partition's commits no longer name it.
 func TestHoldModel(t *testing.T) {
 	seeds := 400
 	if testing.Short() {
@@ -40,6 +46,7 @@ type mrec struct {
 	seq     int
 	pl      hashring.Placement
 	handled bool
+	parked  bool // out of its partition's way, in a park queue
 }
 
 type world struct {
@@ -58,6 +65,10 @@ type world struct {
 	holds     Holds
 	waiting   map[waitKey]*Wait // the wait each lane head is in
 	measureAt map[int32]int64   // the change's settle barriers, once measured
+	parkq     []map[int][]*mrec // per partition: each parked session's records, oldest first
+	pubParked []map[int]bool    // per partition: the sessions its last commit named parked (nil: none published)
+	draining  bool              // nothing fails any more
+	err       error             // an order broken by a parked retry
 	now       time.Time
 }
 
@@ -92,8 +103,10 @@ func runHoldModel(seed uint64) error {
 			w.commit()
 		case r < 62:
 			w.measure()
+		case r < 64:
+			w.holds.Release(w, true)
 		case r < 66:
-			w.holds.Release(w.floorOf)
+			w.retryParked(rng.IntN(len(w.logs)))
 		case r < 68:
 			w.holds.Forget(Part{"t", int32(rng.IntN(len(w.logs)))})
 		case r < 70:
@@ -104,7 +117,9 @@ func runHoldModel(seed uint64) error {
 			}
 		}
 	}
-	// Drain: producers all moved, no more records; everything must end.
+	// Drain: producers all moved, no more records, nothing fails; everything
+	// must end.
+	w.draining = true
 	for s := range w.prodCount {
 		w.prodCount[s] = w.count
 	}
@@ -118,7 +133,10 @@ func runHoldModel(seed uint64) error {
 		}
 		w.commit()
 		w.measure()
-		w.holds.Release(w.floorOf)
+		w.holds.Release(w, true)
+		for p := range w.logs {
+			w.retryParked(p)
+		}
 		w.settle()
 		if w.done() {
 			return nil
@@ -134,6 +152,8 @@ func (w *world) grow(n int) {
 		w.committed = append(w.committed, 0)
 		w.floors = append(w.floors, NewFloors(0))
 		w.published = append(w.published, nil)
+		w.parkq = append(w.parkq, map[int][]*mrec{})
+		w.pubParked = append(w.pubParked, nil)
 	}
 	w.count = n
 }
@@ -160,23 +180,91 @@ func (w *world) fetch(p, n int) {
 func (w *world) commit() {
 	for p, log := range w.logs {
 		o := 0
-		for o < len(log) && log[o].handled {
+		for o < len(log) && (log[o].handled || log[o].parked) {
 			o++
 		}
 		w.committed[p] = int64(o)
-		w.published[p] = nil
+		w.published[p], w.pubParked[p] = nil, nil
 		if w.hist.Changing() {
 			w.published[p] = map[int]int64{}
 			for level := 1; level <= 32; level++ {
-				w.published[p][level] = w.floors[p].Floor(level, func(seq uint64) bool { return log[seq].handled }, int64(o), int64(w.fetched[p]))
+				w.published[p][level] = w.floors[p].Floor(level, func(seq uint64) bool { return log[seq].handled || log[seq].parked }, int64(o), int64(w.fetched[p]))
+			}
+			w.pubParked[p] = map[int]bool{}
+			for s, q := range w.parkq[p] {
+				if slices.ContainsFunc(q, func(r *mrec) bool { return r.pl.Count < w.hist.Newest() }) {
+					w.pubParked[p][s] = true
+				}
 			}
 		}
 	}
 }
 
-func (w *world) floorOf(_ string, q int32, level int) (int64, bool) {
+// Floor is Olds.Floor: what q's last commit published.
+func (w *world) Floor(_ string, q int32, level int) (int64, bool) {
 	f, ok := w.published[q][level]
 	return f, ok
+}
+
+// Parked is Olds.Parked: a session q's last commit named, or any when it
+// named none (not known to be free).
+func (w *world) Parked(_ string, q int32, session string) bool {
+	if w.pubParked[q] == nil {
+		return true
+	}
+	var s int
+	fmt.Sscan(session, &s)
+	return w.pubParked[q][s]
+}
+
+// retryParked retries the head of one random session parked on p: it
+// waits while the session may be parked on an old partition of it; it
+// fails at random (not while draining); else it is handled, in order.
+func (w *world) retryParked(p int) {
+	var ss []int
+	for s := range w.parkq[p] {
+		ss = append(ss, s)
+	}
+	if len(ss) == 0 {
+		return
+	}
+	slices.Sort(ss)
+	s := ss[w.rng.IntN(len(ss))]
+	r := w.parkq[p][s][0]
+	if ParkedAway(w.hist, w, Part{"t", int32(p)}, r.pl, key(s), fmt.Sprint(s)) {
+		return
+	}
+	if !w.draining && w.rng.IntN(3) == 0 {
+		return // failed again
+	}
+	if r.seq != w.handled[s] && w.err == nil {
+		w.err = fmt.Errorf("session %d: parked record %d retried after %d (on partition %d, stamped %v; history %+v): %s",
+			s, r.seq, w.handled[s]-1, p, r.pl, w.hist, w.dump(s))
+	}
+	r.handled = true
+	w.handled[s]++
+	if w.parkq[p][s] = w.parkq[p][s][1:]; len(w.parkq[p][s]) == 0 {
+		delete(w.parkq[p], s)
+	}
+}
+
+// dump describes session s's records, for a failure.
+func (w *world) dump(s int) string {
+	out := ""
+	for p, log := range w.logs {
+		for o, r := range log {
+			if r.session == s {
+				out += fmt.Sprintf("p%d@%d seq%d %v h%v pk%v; ", p, o, r.seq, r.pl, r.handled, r.parked)
+			}
+		}
+	}
+	return out + fmt.Sprintf("published parked: %v", w.pubParked)
+}
+
+// park moves r, of session s on p, to p's park queue.
+func (w *world) park(p int32, r *mrec) {
+	r.parked = true
+	w.parkq[p][r.session] = append(w.parkq[p][r.session], r)
 }
 
 func (w *world) measure() {
@@ -201,8 +289,13 @@ func (w *world) settle() {
 		return
 	}
 	for q, end := range w.measureAt {
-		if f, ok := w.floorOf("t", q, w.hist.Newest()); !ok || f < end {
+		if f, ok := w.Floor("t", q, w.hist.Newest()); !ok || f < end {
 			return
+		}
+	}
+	for q := range w.logs {
+		if w.pubParked[q] == nil || len(w.pubParked[q]) > 0 {
+			return // a session parked with older records: the change is not over
 		}
 	}
 	w.hist.Settle()
@@ -219,7 +312,7 @@ func (w *world) handleSome() error {
 		seen := map[int]bool{}
 		for o := 0; o < w.fetched[p]; o++ {
 			r := w.logs[p][o]
-			if !r.handled && !seen[r.session] {
+			if !r.handled && !r.parked && !seen[r.session] {
 				seen[r.session] = true
 				heads = append(heads, o)
 			}
@@ -232,7 +325,7 @@ func (w *world) handleSome() error {
 			return err
 		}
 	}
-	return nil
+	return w.err
 }
 
 func (w *world) try(p int32, r *mrec) error {
@@ -242,6 +335,10 @@ func (w *world) try(p int32, r *mrec) error {
 		case <-wt.Released:
 			w.holds.Leave(wt)
 			delete(w.waiting, k)
+			if wt.ParkedOn >= 0 {
+				w.park(p, r) // its session is parked on an old partition: behind it
+				return nil
+			}
 		default:
 			return nil // still waiting
 		}
@@ -253,6 +350,14 @@ func (w *world) try(p int32, r *mrec) error {
 			w.waiting[k] = wt
 			return nil
 		}
+	}
+	if len(w.parkq[p][r.session]) > 0 {
+		w.park(p, r) // forwarded behind its parked session, once it waited as moved
+		return nil
+	}
+	if !w.draining && w.rng.IntN(12) == 0 {
+		w.park(p, r) // it keeps failing
+		return nil
 	}
 	if r.seq != w.handled[r.session] {
 		return fmt.Errorf("session %d: record %d handled after %d (on partition %d, stamped %v; history %+v)",
