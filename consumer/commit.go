@@ -104,6 +104,9 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		return commitError(failed)
 	}
 	c.stats.commits.Add(1)
+	if c.grow.holds.Len() > 0 {
+		c.grow.poke() // this commit's floors may release a wait of this member's: look now, not at the next tick
+	}
 	return nil
 }
 

@@ -97,6 +97,15 @@ func (g *growth) learnLocked(t *topicGrowth, counts []int, since time.Time, obse
 	}
 }
 
+// committedHistory reports whether a commit of the group on topic carried
+// a growth history (read at assignment, readCommits).
+func (g *growth) committedHistory(topic string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.topics[topic]
+	return t != nil && len(t.seen) > 0
+}
+
 // history is topic's history now.
 func (g *growth) history(topic string) regrow.History {
 	g.mu.Lock()

@@ -67,6 +67,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	}
 	c.growAssigned(nil, resps)
 	c.observeCounts(cctx, adm, parts)
+	c.learnBacklog(cctx, adm, parts, resps)
 	var fresh, kept []*partition
 	for _, p := range parts {
 		t, id := p.key.topic, p.key.partition

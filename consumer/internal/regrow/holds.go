@@ -151,10 +151,12 @@ func (h *Holds) Measured(topic string, q int32, end int64, asOf time.Time) {
 
 // Release ends every wait whose barriers the old partitions' floors have
 // reached, as their owners last committed them (o), and remembers its
-// session as released on its partition. A session parked on one of its old
-// partitions is not released: with canPark its wait ends with ParkedOn set
-// (its records go to the park topic behind the parked ones); without, it
-// waits on. It returns how many waits it released and ended parked.
+// session as released on its partition: its later records of the level
+// need not wait. A session parked on one of its old partitions is not
+// let run: with canPark its wait ends with ParkedOn set (its records go to
+// the park topic behind the parked ones, and their retry waits for those,
+// ParkedAway); without, it waits on. It returns how many waits it released
+// and ended parked.
 func (h *Holds) Release(o Olds, canPark bool) (released, parked int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,10 +169,9 @@ func (h *Holds) Release(o Olds, canPark bool) (released, parked int) {
 				continue
 			}
 			w.ParkedOn = on
-			close(w.Released)
-			delete(h.waits, k)
 			parked++
-			continue
+		} else {
+			released++
 		}
 		if h.released == nil {
 			h.released = map[Part]map[string]int{}
@@ -181,7 +182,6 @@ func (h *Holds) Release(o Olds, canPark bool) (released, parked int) {
 		h.released[w.At][w.Session] = max(h.released[w.At][w.Session], w.Level)
 		close(w.Released)
 		delete(h.waits, k)
-		released++
 	}
 	return released, parked
 }

@@ -31,7 +31,8 @@ type benchConfig struct {
 	args       []string   // as given, for the record
 	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
 	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
-	rounds     int        // --rounds: of the suite or the --stuck comparison
+	grow       *growSpec  // --grow: the partition-growth comparison instead of the workloads
+	rounds     int        // --rounds: of the suite or the --stuck or --grow comparison
 	scale      *scaleSpec // --scale: the scaling run instead of the workloads
 }
 
@@ -48,7 +49,8 @@ var help = cli.Help{
 		"one run, on closed (a preloaded backlog) and open (a fixed send rate) workloads: messages per second, " +
 		"ratio to the bound, latency, order violations, allocations, heap and goroutines, as a table, --json, " +
 		"--plots DIR or --docs FILE. Without a workload flag it runs the default suite; --stuck compares " +
-		"in-lane retries with parking, --scale grows one group of member processes. It runs on an embedded " +
+		"in-lane retries with parking, --grow the one-time cost of adding partitions to a consumed topic, " +
+		"--scale grows one group of member processes. It runs on an embedded " +
 		"broker unless --brokers names a real cluster.",
 	Docs: "benchmarks.md",
 }
@@ -76,7 +78,9 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	retryWait := fs.Duration("retry-wait", 2*time.Millisecond, "wait after a first failure (doubling after each further one)")
 	scale := fs.String("scale", "", "member `COUNTS` such as 1,2,4,8: one group of that many member processes in turn, on a preloaded topic; throughput and settle time at each (--work, --pool: calls at once per member, --duration: the window)")
 	stuck := fs.String("stuck", "", "`PCT:DURATION` (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
-	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
+	grow := fs.String("grow", "", "`FROM:TO` (e.g. 4:12): lanes on a topic of FROM partitions grown to TO halfway through the sending, against one never grown: the moved sessions' extra latency and the other sessions' throughput (--rate default 5000, --duration 10s, --work 1ms)")
+	partitioning := fs.String("partitioning", "kafka", "with --grow: the producer's `PARTITIONER`, kafka (PartitionKafka, murmur2 as Apache Kafka's) or jump (PartitionJump)")
+	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck or --grow comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := cli.Parse(fs, help, args, stdout); err != nil {
@@ -108,8 +112,17 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	}
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || slices.Contains(workloadFlags, f.Name) })
+	if *scale != "" && *grow != "" {
+		return c, errors.New("--scale: not used with --grow (one comparison at a time)")
+	}
+	if *grow == "" && visited(fs)["partitioning"] {
+		return c, errors.New("--partitioning: used only with --grow")
+	}
 	if *scale != "" {
 		return c, c.parseScale(*scale, fs, *sessions, *work, *duration)
+	}
+	if *grow != "" {
+		return c, c.parseGrow(*grow, *partitioning, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration}, *work)
 	}
 	if *stuck != "" {
 		return c, c.parseStuck(*stuck, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration,
@@ -317,6 +330,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b.brokers = b.broker.Addrs()
 	if cfg.stuck != nil {
 		return b.runStuck(ctx, cfg.workloads[0], *cfg.stuck, stdout)
+	}
+	if cfg.grow != nil {
+		return b.runGrow(ctx, cfg.workloads[0], *cfg.grow, stdout)
 	}
 	if cfg.scale != nil {
 		return b.runScale(ctx, cfg.workloads[0], *cfg.scale, stdout)
