@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/regrow"
 	"github.com/lanesdev/lanes/hashring"
@@ -248,16 +247,6 @@ type partGrow struct {
 	lastPl    hashring.Placement
 	waiting   map[uint64]struct{} // records (sequence numbers) waiting as moved sessions
 	committed string              // the growth section of the last commit
-}
-
-// placementOf is r's placement header's value (nil: none).
-func placementOf(r *kgo.Record) []byte {
-	for i := range r.Headers {
-		if r.Headers[i].Key == hashring.HeaderPlacement {
-			return r.Headers[i].Value
-		}
-	}
-	return nil
 }
 
 // poke wakes the growth loop.

@@ -51,15 +51,15 @@ func (c *Consumer) learnBacklog(ctx context.Context, adm *kadm.Client, parts []*
 	}
 }
 
-// span is a partition's offsets from where the group reads it up to its
+// fromTo is a partition's offsets from where the group reads it up to its
 // end.
-type span struct{ from, end int64 }
+type fromTo struct{ from, end int64 }
 
 // readFrom is where the group reads topic's partitions from (its commit,
 // else the reset policy's start) up to their ends, for those with records
 // there.
-func (c *Consumer) readFrom(topic string, starts, ends kadm.ListedOffsets, resps kadm.OffsetResponses) map[int32]span {
-	from := map[int32]span{}
+func (c *Consumer) readFrom(topic string, starts, ends kadm.ListedOffsets, resps kadm.OffsetResponses) map[int32]fromTo {
+	from := map[int32]fromTo{}
 	for q, end := range ends[topic] {
 		f := int64(-1)
 		if r, ok := resps.Lookup(topic, q); ok && r.Err == nil && r.At >= 0 {
@@ -68,7 +68,7 @@ func (c *Consumer) readFrom(topic string, starts, ends kadm.ListedOffsets, resps
 			f = s.Offset
 		}
 		if end.Err == nil && f >= 0 && f < end.Offset {
-			from[q] = span{f, end.Offset}
+			from[q] = fromTo{f, end.Offset}
 		}
 	}
 	return from
@@ -77,7 +77,7 @@ func (c *Consumer) readFrom(topic string, starts, ends kadm.ListedOffsets, resps
 // learnFirstStamps reads the first record of each span of topic's
 // partitions (transaction markers passed over) and learns the counts
 // stamped on them.
-func (c *Consumer) learnFirstStamps(ctx context.Context, topic string, spans map[int32]span) error {
+func (c *Consumer) learnFirstStamps(ctx context.Context, topic string, spans map[int32]fromTo) error {
 	if len(spans) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -262,4 +263,19 @@ func (c *Consumer) settleFrom(topics []settling) {
 		c.log().Info().Str("topic", t).Int("partitions", h.Newest()).
 			Msg("growth settled: the group has handled every record placed with the topic's older partition counts; sessions are no longer checked for a move")
 	}
+}
+
+// parkMoved parks w, whose session a growth moved and which is parked on
+// its old partition on: its retry waits until that partition's commits no
+// longer name the session (retryParked).
+func (c *Consumer) parkMoved(w *work, on int32) bool {
+	now := time.Now()
+	reason := fmt.Sprintf("moved: its session is parked on %s/%d, its partition before %s grew", w.p.key.topic, on, w.p.key.topic)
+	if !c.parkOut(w, nil, 0, now, now, reason) {
+		return false
+	}
+	l := c.recordLog(noSpan, w)
+	l.Info().Int32("old_partition", on).
+		Msg("growth: moved session parked behind its records parked on its old partition; it is retried once they are done (lanes park inspect shows both)")
+	return true
 }

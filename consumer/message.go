@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 
+	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -59,4 +60,14 @@ func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ct
 // honour ctx: it is cancelled at HandlerTimeout and on hard shutdown.
 type BatchHandler interface {
 	HandleBatch(ctx context.Context, ms []*Message) error
+}
+
+// placementOf is r's placement header's value (nil: none).
+func placementOf(r *kgo.Record) []byte {
+	for i := range r.Headers {
+		if r.Headers[i].Key == hashring.HeaderPlacement {
+			return r.Headers[i].Value
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -50,21 +49,6 @@ func (c *Consumer) forwardParked(w *work) bool {
 	default:
 		return false
 	}
-	return true
-}
-
-// parkMoved parks w, whose session a growth moved and which is parked on
-// its old partition on: its retry waits until that partition's commits no
-// longer name the session (retryParked).
-func (c *Consumer) parkMoved(w *work, on int32) bool {
-	now := time.Now()
-	reason := fmt.Sprintf("moved: its session is parked on %s/%d, its partition before %s grew", w.p.key.topic, on, w.p.key.topic)
-	if !c.parkOut(w, nil, 0, now, now, reason) {
-		return false
-	}
-	l := c.recordLog(noSpan, w)
-	l.Info().Int32("old_partition", on).
-		Msg("growth: moved session parked behind its records parked on its old partition; it is retried once they are done (lanes park inspect shows both)")
 	return true
 }
 
