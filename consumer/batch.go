@@ -211,6 +211,10 @@ func settle(b []*work) []*work {
 // HandlerTimeout, inside the head's process span, with the head as the
 // lane's current work for the watchdog, turning a panic into an error.
 func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Span, err error) {
+	if err := c.turns.take(head.p.attempts); err != nil {
+		return noSpan, err // the partition was given up while the call waited for its turn
+	}
+	defer c.turns.give()
 	start := stampNow()
 	actx := newAttemptCtx(head.p.attempts, start, c.cfg.HandlerTimeout)
 	var ctx context.Context = actx

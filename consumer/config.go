@@ -149,6 +149,16 @@ type Config struct {
 	// a shutdown after ShutdownTimeout, whatever is left of HandlerTimeout.
 	// Default: [DefaultHandlerTimeout].
 	HandlerTimeout time.Duration
+	// MaxConcurrency bounds the handler attempts running at once across the
+	// member (a database pool's size, say), 0 for no bound. Attempts wait
+	// for a turn in the order they asked, so a session with many records
+	// takes one turn at a time and others go between its records. A turn
+	// is taken before the attempt starts: HandlerTimeout, the watchdog and
+	// the handler metrics count from the turn, not from the wait. A record
+	// waiting for a turn holds its partition's watermark like a running
+	// one: size StallTimeout for the wait a full member makes. Must not be
+	// negative. Default: [DefaultMaxConcurrency] (no bound).
+	MaxConcurrency int
 	// MaxBatch bounds the messages handed to one call of a BatchHandler
 	// (see NewBatch): up to MaxBatch consecutive messages of one session
 	// that are already waiting in its lane. Ignored by New. Must not be
@@ -244,6 +254,7 @@ type Config struct {
 const (
 	DefaultHandlerTimeout         = time.Minute
 	DefaultMaxBatch               = 64
+	DefaultMaxConcurrency         = 0 // no bound
 	DefaultShardsPerCPU           = 4
 	DefaultMaxBufferedRecords     = 4096
 	DefaultMaxPollRecords         = 512
@@ -308,6 +319,7 @@ func (cfg Config) validate() (Config, error) {
 		{"MaxPollRecords", &cfg.MaxPollRecords, DefaultMaxPollRecords},
 		{"MaxCommitMetadataBytes", &cfg.MaxCommitMetadataBytes, DefaultMaxCommitMetadataBytes},
 		{"MaxBatch", &cfg.MaxBatch, DefaultMaxBatch},
+		{"MaxConcurrency", &cfg.MaxConcurrency, DefaultMaxConcurrency},
 	}
 	for _, f := range ints {
 		if *f.v < 0 {

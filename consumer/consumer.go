@@ -35,6 +35,7 @@ type Consumer struct {
 	probeWork atomic.Pointer[probeRec]
 	park      *parkIO // nil unless Config.Park.Enabled
 	grow      *growth // what the member knows of its topics' partition counts (growth.go)
+	turns     *turns  // the handler attempts' turns (Config.MaxConcurrency); nil: no bound
 	// held measures the time the member's work is held as a whole (a
 	// silence hold, an open breaker), which the stall watch does not count
 	// (stall_clock.go).

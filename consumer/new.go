@@ -57,6 +57,7 @@ func build(cfg Config) (*Consumer, error) {
 		reach: newBrokerWatch(cfg.Brokers, cfg.Logger), member: newMembership(cfg.Group, cfg.Logger), topics: newTopicWatch(&cfg)}
 	c.flow.drain = c.drainStash
 	c.grow = newGrowth()
+	c.turns = newTurns(cfg.MaxConcurrency)
 	c.held = &hold.Clock{}
 	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})

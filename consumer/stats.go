@@ -14,6 +14,9 @@ type Stats struct {
 	// ActiveSessions is the number of sessions with work (lanes: records
 	// queued or running).
 	ActiveSessions int `json:"active_sessions"`
+	// WaitingForTurn is the number of handler attempts waiting for a turn
+	// under Config.MaxConcurrency (0 without it).
+	WaitingForTurn int `json:"waiting_for_turn"`
 	// Processed counts records the handler finished successfully.
 	Processed int64 `json:"processed"`
 	// Retries counts handler attempts that failed and were retried.

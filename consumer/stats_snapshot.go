@@ -15,6 +15,7 @@ func (c *Consumer) Stats() Stats {
 	s := &c.stats
 	out := Stats{
 		ActiveSessions:     int(c.lanes.alive.Load()),
+		WaitingForTurn:     c.turns.waiters(),
 		Processed:          s.processed.Load(),
 		Retries:            s.retries.Load(),
 		DeadLetterFailures: s.dlqFailures.Load(),

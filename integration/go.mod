@@ -17,7 +17,10 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require github.com/rs/zerolog v1.35.1 // indirect
+require (
+	github.com/rs/zerolog v1.35.1 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+)
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect

@@ -1,0 +1,106 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestMaxConcurrencyBound: 40 sessions with records waiting, a handler
+// that takes a millisecond, MaxConcurrency 3: never more than 3 attempts
+// run at once, every record is handled, each session in order.
+func TestMaxConcurrencyBound(t *testing.T) {
+	e := newEnv(t, 4, "chats")
+	sessions := sessionNames(40)
+	e.produce("chats", sessions, 5)
+	var running, most atomic.Int64
+	rec := newRecorder(len(sessions)*5, func(context.Context, *Message) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond) // the handler's work
+		return nil
+	})
+	cfg := e.config("g", "chats")
+	cfg.MaxConcurrency = 3
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, rec, []string{"chats"}, sessions, 5)
+	if m := most.Load(); m > 3 || m < 2 {
+		t.Fatalf("at most %d attempts ran at once; want 2 or 3 under MaxConcurrency 3", m)
+	}
+}
+
+// TestMaxConcurrencyFair: MaxConcurrency 1, a hot session with 20
+// records and 10 sessions with one each, all waiting while the first
+// attempt holds the only turn. Turns go in the order asked: the hot
+// session's second record asks behind every other session's record, so
+// all of them run before it.
+func TestMaxConcurrencyFair(t *testing.T) {
+	e := newEnv(t, 1, "chats")
+	cold := sessionNames(10)
+	e.produce("chats", []string{"hot"}, 20)
+	e.produce("chats", cold, 1)
+	gate := make(chan struct{})
+	var first sync.Once
+	rec := newRecorder(30, func(ctx context.Context, _ *Message) error {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	cfg := e.config("g", "chats")
+	cfg.MaxConcurrency = 1
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "the ten other sessions waiting for the turn", func() bool { return c.Stats().WaitingForTurn == 10 },
+		func() string { return fmt.Sprintf("%+v", c.Stats()) })
+	close(gate)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, cl := range rec.snapshot() {
+		order = append(order, fmt.Sprintf("%s/%d", cl.session, cl.seq))
+	}
+	second := slices.Index(order, "hot/1")
+	for _, s := range cold {
+		if i := slices.Index(order, s+"/0"); i > second {
+			t.Fatalf("%s ran after the hot session's second record: %s", s, strings.Join(order, " "))
+		}
+	}
+}
+
+// TestMaxConcurrencyRefusesNegative: a negative bound is a config error
+// naming the field.
+func TestMaxConcurrencyRefusesNegative(t *testing.T) {
+	cfg := Config{Brokers: []string{"x:9092"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", MaxConcurrency: -1}
+	if _, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil })); !errors.Is(err, ErrConfig) ||
+		!strings.Contains(err.Error(), "MaxConcurrency") {
+		t.Fatalf("New with MaxConcurrency -1: %v; want ErrConfig naming MaxConcurrency", err)
+	}
+}
