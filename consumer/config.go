@@ -70,6 +70,13 @@ type Config struct {
 	// topic and partition, so they keep their partition order; their
 	// Message.SessionID is "".
 	SessionKey func(*kgo.Record) string
+	// Order sets, per consumed topic, how its records are ordered:
+	// OrderSession (a session's records one at a time, in order; the
+	// default for a topic not listed), OrderPartition (a partition's one at
+	// a time, whatever their session) or OrderNone (every record as soon as
+	// a handler is free; with MaxConcurrency, up to it). Commits never pass
+	// an unfinished record in any order. Default: every topic OrderSession.
+	Order map[string]Order
 	// StartOffset is where a partition with no committed offset starts,
 	// and also where one whose committed offset is out of range starts
 	// (below the log start after retention, or past the end after a
@@ -370,6 +377,9 @@ func (cfg Config) validate() (Config, error) {
 		return bad("Park", "fields are set but Park.Enabled is false: set Enabled to turn parking on, or leave the policy empty")
 	}
 	if err := validatePark(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := validateOrder(&cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.Slog != nil {

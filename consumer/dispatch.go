@@ -96,13 +96,12 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 		c.userMu.Lock()
 		defer c.userMu.Unlock()
 	}
+	order := c.cfg.Order[p.key.topic]
 	for i := range out {
 		w := &out[i]
 		w.session = c.sessionOf(w.rec)
-		w.lane = w.session
-		if w.lane == "" {
-			w.lane = p.keyless // computed once: no allocation per keyless record
-		}
+		w.lane = laneOf(order, w, p)
+		w.moves = w.moves && order == OrderSession // only a session's order is kept across a growth
 	}
 	return out
 }

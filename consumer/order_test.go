@@ -3,152 +3,118 @@ package consumer
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestOrderManySessions: 300 sessions interleaved over 4 partitions, a
-// handler that sleeps randomly; every session's messages run one at a time,
-// in order, and all of them run.
-func TestOrderManySessions(t *testing.T) {
-	e := newEnv(t, 4, "chats", "dlq")
-	sessions := sessionNames(300)
-	const per = 20
-	e.produce("chats", sessions, per)
-	rec := newRecorder(len(sessions)*per, func(context.Context, *Message) error {
-		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
-		return nil
-	})
-	c := runAll(t, e.config("g-order", "chats"), rec, 0)
-	checkOrder(t, rec, []string{"chats"}, sessions, per)
-	if got := c.Stats().Processed; got != int64(len(sessions)*per) {
-		t.Errorf("Stats.Processed = %d, want %d", got, len(sessions)*per)
-	}
-}
-
-// TestOrderWithFailures: 10% transient errors and a few permanent ones. Order
-// holds, transient failures are retried in place, permanent ones are in the
-// DLQ with the right headers, nothing else is missing.
-func TestOrderWithFailures(t *testing.T) {
-	e := newEnv(t, 3, "chats", "dlq")
-	sessions := sessionNames(50)
-	const per = 40
-	e.produce("chats", sessions, per)
-	permanent := map[string]bool{"chat-0003|7": true, "chat-0010|0": true, "chat-0049|39": true}
-	rec := newRecorder(len(sessions)*per, func(ctx context.Context, m *Message) error {
-		if permanent[string(m.Record.Value)] {
-			return Permanent(errors.New("cannot parse request"))
+// TestOrderNone: one session's 40 records on an OrderNone topic run in
+// parallel (eight at once are reached while the first waits), each is
+// handled once, and the commit stays below a record still running: the
+// committed offset waits at it until it finishes.
+func TestOrderNone(t *testing.T) {
+	e := newEnv(t, 1, "receipts")
+	e.produce("receipts", []string{"chat-1"}, 40)
+	var running atomic.Int64
+	eight := make(chan struct{})
+	var once sync.Once
+	release := make(chan struct{})
+	rec := newRecorder(40, func(ctx context.Context, m *Message) error {
+		if running.Add(1) >= 8 {
+			once.Do(func() { close(eight) })
 		}
-		if rand.IntN(10) == 0 {
-			return errors.New("downstream busy")
-		}
-		return nil
-	})
-	cfg := e.config("g-fail", "chats")
-	cfg.Retry.MaxAttempts = 50 // transient errors never exhaust the budget here
-	c := runAll(t, cfg, rec, int64(len(permanent)))
-	checkOrder(t, rec, []string{"chats"}, sessions, per)
-	st := c.Stats()
-	if st.Retries == 0 {
-		t.Error("no retries recorded with 10% transient errors")
-	}
-	if st.DeadLetteredByReason[ReasonPermanent] != int64(len(permanent)) {
-		t.Errorf("DLQ by reason %v, want %d permanent", st.DeadLetteredByReason, len(permanent))
-	}
-	dlq := readDLQ(t, e, len(permanent))
-	for _, r := range dlq {
-		if !permanent[string(r.Value)] {
-			t.Errorf("unexpected DLQ record %q", r.Value)
-		}
-		want := map[string]string{
-			HeaderDLQTopic: "chats", HeaderDLQReason: string(ReasonPermanent), HeaderDLQAttempts: "1",
-			HeaderDLQError: "permanent: cannot parse request",
-		}
-		for k, v := range want {
-			if got := header(r, k); got != v {
-				t.Errorf("DLQ %q header %s = %q, want %q", r.Value, k, got, v)
+		defer running.Add(-1)
+		_, seq := parseValue(m.Record.Value)
+		if seq < 8 {
+			select { // the first eight wait for each other: they run at once or not at all
+			case <-eight:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
-		if header(r, HeaderDLQOffset) == "" || header(r, HeaderDLQPartition) == "" {
-			t.Errorf("DLQ %q lacks source position headers", r.Value)
-		}
-		s, _ := parseValue(r.Value)
-		if string(r.Key) != s {
-			t.Errorf("DLQ record key %q, want %q", r.Key, s)
-		}
-	}
-}
-
-// TestRetriesExhausted: a message that always fails goes to the DLQ with
-// reason retries-exhausted after exactly MaxAttempts calls, and the session's
-// next message runs after it.
-func TestRetriesExhausted(t *testing.T) {
-	e := newEnv(t, 1, "chats", "dlq")
-	e.produce("chats", []string{"a", "b"}, 3)
-	rec := newRecorder(6, func(ctx context.Context, m *Message) error {
-		if string(m.Record.Value) == "a|1" {
-			return errors.New("always down")
+		if seq == 0 {
+			select { // the first record runs until the test says
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		return nil
 	})
-	rec.isLast = func(m *Message, err error) bool { return m.Attempt == 4 }
-	cfg := e.config("g-exhaust", "chats")
-	cfg.Retry.MaxAttempts = 4
-	runAll(t, cfg, rec, 1)
-	checkOrder(t, rec, []string{"chats"}, []string{"a", "b"}, 3)
-	attempts := 0
-	for _, c := range rec.snapshot() {
-		if c.session == "a" && c.seq == 1 {
-			attempts++
-		}
+	cfg := e.config("g", "receipts")
+	cfg.Order = map[string]Order{"receipts": OrderNone}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if attempts != 4 {
-		t.Errorf("a|1 handled %d times, want 4", attempts)
+	stop := start(t, c)
+	select {
+	case <-eight:
+	case <-time.After(testTimeout):
+		t.Fatalf("at most %d records of the session ran at once; want 8", running.Load())
 	}
-	r := readDLQ(t, e, 1)[0]
-	if Reason(header(r, HeaderDLQReason)) != ReasonRetriesExhausted || header(r, HeaderDLQAttempts) != "4" {
-		t.Errorf("DLQ headers %v", r.Headers)
+	waitFor(t, "the 39 others handled", func() bool { return c.Stats().Processed == 39 }, nil)
+	if ps := c.Stats().Partitions[0]; ps.Watermark != 0 || ps.Committed > 0 {
+		t.Fatalf("watermark %d, committed %d while the record at offset 0 runs; want neither past 0", ps.Watermark, ps.Committed)
+	}
+	close(release)
+	rec.wait(t)
+	waitFor(t, "the commit past the last record", func() bool { return c.Stats().Partitions[0].Committed == 40 }, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.snapshot()) != 40 {
+		t.Fatalf("%d calls for 40 records; want each once", len(rec.snapshot()))
 	}
 }
 
-// TestPanicRecovered: a panicking handler is an error, retried; the process
-// survives and the message then succeeds.
-func TestPanicRecovered(t *testing.T) {
-	e := newEnv(t, 1, "chats", "dlq")
-	e.produce("chats", []string{"a"}, 3)
-	rec := newRecorder(3, func(ctx context.Context, m *Message) error {
-		if string(m.Record.Value) == "a|1" && m.Attempt == 1 {
-			panic("nil map write")
+// TestOrderPartition: two sessions on one partition of an OrderPartition
+// topic run one record at a time, in offset order.
+func TestOrderPartition(t *testing.T) {
+	e := newEnv(t, 1, "ledger")
+	e.produce("ledger", []string{"a", "b"}, 10)
+	var running atomic.Int64
+	var overlap atomic.Bool
+	rec := newRecorder(20, func(context.Context, *Message) error {
+		if running.Add(1) > 1 {
+			overlap.Store(true)
 		}
+		defer running.Add(-1)
 		return nil
 	})
-	c := runAll(t, e.config("g-panic", "chats"), rec, 0)
-	if c.Stats().Panics != 1 {
-		t.Errorf("Panics = %d, want 1", c.Stats().Panics)
+	cfg := e.config("g", "ledger")
+	cfg.Order = map[string]Order{"ledger": OrderPartition}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	checkOrder(t, rec, []string{"chats"}, []string{"a"}, 3)
+	stop := start(t, c)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if overlap.Load() {
+		t.Fatal("two records of the partition ran at once")
+	}
+	last := int64(-1)
+	for _, cl := range rec.snapshot() {
+		if cl.offset <= last {
+			t.Fatalf("offset %d handled after %d", cl.offset, last)
+		}
+		last = cl.offset
+	}
 }
 
-// TestHandlerTimeout: each attempt's context ends at HandlerTimeout; a
-// handler that honours it fails the attempt, and when the budget is spent
-// the DLQ reason is "timeout".
-func TestHandlerTimeout(t *testing.T) {
-	e := newEnv(t, 1, "chats", "dlq")
-	e.produce("chats", []string{"a"}, 2)
-	rec := newRecorder(2, func(ctx context.Context, m *Message) error {
-		if m.Attempt <= 2 && string(m.Record.Value) == "a|0" {
-			<-ctx.Done()
-			return ctx.Err()
+// TestOrderRefusesBadTopics: an order for a topic not consumed, or an
+// unknown order, is a config error naming Order.
+func TestOrderRefusesBadTopics(t *testing.T) {
+	for _, o := range []map[string]Order{{"other": OrderNone}, {"t": Order(7)}} {
+		cfg := Config{Brokers: []string{"x:9092"}, Group: "g", Topics: []string{"t"}, DeadLetterTopic: "d", Order: o}
+		if _, err := New(cfg, HandlerFunc(func(context.Context, *Message) error { return nil })); !errors.Is(err, ErrConfig) ||
+			!strings.Contains(err.Error(), "Order") {
+			t.Fatalf("New with Order %v: %v; want ErrConfig naming Order", o, err)
 		}
-		return nil
-	})
-	rec.isLast = func(m *Message, err error) bool { return m.Attempt == 2 }
-	cfg := e.config("g-timeout", "chats")
-	cfg.HandlerTimeout = 50 * time.Millisecond
-	cfg.Retry.MaxAttempts = 2
-	c := runAll(t, cfg, rec, 1)
-	if got := c.Stats().DeadLetteredByReason[ReasonTimeout]; got != 1 {
-		t.Errorf("timeout DLQ writes = %d, want 1", got)
 	}
 }
