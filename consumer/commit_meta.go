@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,35 +24,47 @@ type growCommit struct {
 }
 
 // parkedOld names the sessions parked on a partition with a record placed
-// by a count older than its topic's newest (regrow.SessionHash, sorted),
-// or all of them (all: too many to name, or its parked set not rebuilt
-// yet).
+// by a count older than its topic's newest, each with the oldest count of
+// its parked records (sorted by regrow.SessionHash); or all of them, with
+// the oldest count among them (all: too many to name), or all with no
+// count known (all, level 0: its parked set not rebuilt, and no commit
+// named them).
 type parkedOld struct {
-	hashes []uint32
-	all    bool
+	named []parkedAt
+	all   bool
+	level int // with all: the oldest count of any session's parked records
+}
+
+// parkedAt is a session named parked (its hash) with the oldest count of
+// its parked records.
+type parkedAt struct {
+	hash  uint32
+	level int
 }
 
 // maxParkedNamed is how many parked sessions a commit names before it says
-// "all" instead: the section stays within a few hundred bytes of the
-// commit metadata's MaxCommitMetadataBytes.
-const maxParkedNamed = 32
+// "all" instead: the section stays within about a kilobyte of the commit
+// metadata's MaxCommitMetadataBytes.
+const maxParkedNamed = 64
 
-// has reports whether session may be among them.
-func (po parkedOld) has(session string) bool {
+// has reports whether session may be parked with a record placed by a
+// count older than level.
+func (po parkedOld) has(session string, level int) bool {
 	if po.all {
-		return true
+		return po.level < level
 	}
-	_, ok := slices.BinarySearch(po.hashes, regrow.SessionHash(session))
-	return ok
+	i, ok := slices.BinarySearchFunc(po.named, regrow.SessionHash(session), func(p parkedAt, h uint32) int { return cmp.Compare(p.hash, h) })
+	return ok && po.named[i].level < level
 }
 
-func (po parkedOld) none() bool { return !po.all && len(po.hashes) == 0 }
+func (po parkedOld) none() bool { return !po.all && len(po.named) == 0 }
 
 // Commit metadata: the growth section, before the park section:
 // ";grow1:<history segment>" and, during a change, ":<floor>,…", the
 // partition's floors for the history's counts after the oldest, then,
 // when sessions are parked on it with records placed by an older count
-// than the newest, ":<hash>,…" (hexadecimal) or ":*" (all).
+// than the newest, ":<hash>@<count>,…" (the hash hexadecimal; the count
+// the oldest of the session's parked records) or ":*@<count>" (all).
 const growMetaSep = ";grow1:"
 
 // growMeta is the growth section of a commit with history h, floors and
@@ -75,13 +88,13 @@ func growMeta(h regrow.History, floors []int64, parked parkedOld) string {
 	if len(floors) > 0 && !parked.none() {
 		b.WriteByte(':')
 		if parked.all {
-			b.WriteByte('*')
+			b.WriteString("*@" + strconv.Itoa(parked.level))
 		}
-		for i, x := range parked.hashes {
+		for i, x := range parked.named {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.FormatUint(uint64(x), 16))
+			b.WriteString(strconv.FormatUint(uint64(x.hash), 16) + "@" + strconv.Itoa(x.level))
 		}
 	}
 	return b.String()
@@ -126,18 +139,21 @@ func splitGrowMeta(meta string) (growCommit, bool) {
 
 // parseParked reads the parked sessions of a growth section.
 func parseParked(s string) (parkedOld, bool) {
-	if s == "*" {
-		return parkedOld{all: true}, true
+	if lv, ok := strings.CutPrefix(s, "*@"); ok {
+		n, err := strconv.Atoi(lv)
+		return parkedOld{all: true, level: n}, err == nil && n >= 0
 	}
 	var po parkedOld
 	for x := range strings.SplitSeq(s, ",") {
-		v, err := strconv.ParseUint(x, 16, 32)
-		if err != nil {
+		h, lv, ok := strings.Cut(x, "@")
+		v, err := strconv.ParseUint(h, 16, 32)
+		n, err2 := strconv.Atoi(lv)
+		if !ok || err != nil || err2 != nil || n < 0 {
 			return parkedOld{}, false
 		}
-		po.hashes = append(po.hashes, uint32(v))
+		po.named = append(po.named, parkedAt{uint32(v), n})
 	}
-	if !slices.IsSorted(po.hashes) {
+	if !slices.IsSortedFunc(po.named, func(a, b parkedAt) int { return cmp.Compare(a.hash, b.hash) }) {
 		return parkedOld{}, false
 	}
 	return po, true

@@ -25,6 +25,9 @@ func (c *Consumer) process(l *lane, w *work) {
 		return // fenced (the next owner reads it again), or skipped as stalled
 	}
 	if w.moves { // read during a growth: its session may wait for its old partitions
+		if c.park != nil && c.skipSeen(w) {
+			return // done before: no wait for it
+		}
 		ok, on := c.movedWait(l, w, func(x *work) { c.process(l, x) })
 		if !ok {
 			w.p.finish(w.seq, false) // fenced meanwhile

@@ -174,10 +174,11 @@ func (g *growth) Floor(topic string, q int32, level int) (int64, bool) {
 }
 
 // Parked reports whether session may be parked on (topic, q) with a
-// record placed by an older count than the topic's newest, as q's
-// committer last said it (regrow.Olds): true unless its last commit
-// settled the change or, during it, did not name the session.
-func (g *growth) Parked(topic string, q int32, session string) bool {
+// record placed by a count older than level, as q's committer last said it
+// (regrow.Olds): true unless its last commit settled a change to level or
+// newer or, during a change it knew level in, did not name the session
+// with an older count.
+func (g *growth) Parked(topic string, q int32, session string, level int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.topics[topic]
@@ -186,12 +187,12 @@ func (g *growth) Parked(topic string, q int32, session string) bool {
 	}
 	gc, ok := t.seen[q]
 	switch {
-	case !ok:
-		return true
+	case !ok || gc.hist.Newest() < level:
+		return true // it may not know the change
 	case gc.hist.Settled:
 		return false
 	}
-	return len(gc.floors) == 0 || gc.parked.has(session)
+	return len(gc.floors) == 0 || gc.parked.has(session, level)
 }
 
 // settling is a topic whose change to count level is found over.
@@ -247,6 +248,9 @@ type partGrow struct {
 	lastPl    hashring.Placement
 	waiting   map[uint64]struct{} // records (sequence numbers) waiting as moved sessions
 	committed string              // the growth section of the last commit
+	// fromParked is what the commit the member took the partition over at
+	// named parked: its commits say it until its parked set is rebuilt.
+	fromParked parkedOld
 }
 
 // poke wakes the growth loop.

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -36,12 +37,14 @@ func (c *Consumer) learnBacklog(ctx context.Context, adm *kadm.Client, parts []*
 	if len(topics) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, backlogTimeout(c.cfg.CommitTimeout))
+	defer cancel()
 	starts, err := adm.ListStartOffsets(ctx, topics...)
 	if err == nil {
 		var ends kadm.ListedOffsets
 		if ends, err = adm.ListEndOffsets(ctx, topics...); err == nil {
 			for _, t := range topics {
-				err = c.learnFirstStamps(ctx, t, c.readFrom(t, starts, ends, resps))
+				err = cmp.Or(err, c.learnFirstStamps(ctx, t, c.readFrom(t, starts, ends, resps)))
 			}
 		}
 	}
@@ -55,16 +58,27 @@ func (c *Consumer) learnBacklog(ctx context.Context, adm *kadm.Client, parts []*
 // end.
 type fromTo struct{ from, end int64 }
 
+// backlogTimeout bounds learnBacklog: a fifth of CommitTimeout, at most 2
+// s, as it delays the first records of an assignment (a partition whose
+// first record never comes, a compacted tail say, costs it whole).
+func backlogTimeout(commit time.Duration) time.Duration {
+	return min(commit/5, 2*time.Second)
+}
+
 // readFrom is where the group reads topic's partitions from (its commit,
 // else the reset policy's start) up to their ends, for those with records
 // there.
 func (c *Consumer) readFrom(topic string, starts, ends kadm.ListedOffsets, resps kadm.OffsetResponses) map[int32]fromTo {
 	from := map[int32]fromTo{}
 	for q, end := range ends[topic] {
+		s, ok := starts.Lookup(topic, q)
+		if !ok || s.Err != nil {
+			continue
+		}
 		f := int64(-1)
 		if r, ok := resps.Lookup(topic, q); ok && r.Err == nil && r.At >= 0 {
-			f = r.At
-		} else if s, ok := starts.Lookup(topic, q); ok && s.Err == nil && c.cfg.StartOffset != StartLatest {
+			f = max(r.At, s.Offset) // below the log start: it resets there
+		} else if c.cfg.StartOffset != StartLatest {
 			f = s.Offset
 		}
 		if end.Err == nil && f >= 0 && f < end.Offset {

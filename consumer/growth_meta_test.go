@@ -25,8 +25,8 @@ func TestGrowMetaSections(t *testing.T) {
 		{meta: "lanes1:AQIAAQID;grow1:2,8@1000:5", offsets: "lanes1:AQIAAQID", counts: []int{2, 8}, floors: []int64{5}},
 		{meta: "lanes1:AQIAAQID;grow1:8!" + park, offsets: "lanes1:AQIAAQID", counts: []int{8}, park: true},
 		{meta: ";grow1:2,4,8@1000:5,9" + park, counts: []int{2, 4, 8}, floors: []int64{5, 9}, park: true},
-		{meta: ";grow1:2,8@1000:5:1f,a0b1c2d3" + park, counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{hashes: []uint32{0x1f, 0xa0b1c2d3}}, park: true},
-		{meta: "lanes1:AQIAAQID;grow1:2,8@1000:5:*", offsets: "lanes1:AQIAAQID", counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{all: true}},
+		{meta: ";grow1:2,8@1000:5:1f@2,a0b1c2d3@0" + park, counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{named: []parkedAt{{0x1f, 2}, {0xa0b1c2d3, 0}}}, park: true},
+		{meta: "lanes1:AQIAAQID;grow1:2,8@1000:5:*@2", offsets: "lanes1:AQIAAQID", counts: []int{2, 8}, floors: []int64{5}, parked: parkedOld{all: true, level: 2}},
 	} {
 		rest, _, parked := splitParkMeta(tc.meta)
 		if rest != tc.offsets || parked != tc.park {
@@ -34,7 +34,7 @@ func TestGrowMetaSections(t *testing.T) {
 		}
 		gc, ok := splitGrowMeta(tc.meta)
 		if !ok || !slices.Equal(gc.hist.Counts, tc.counts) || !slices.Equal(gc.floors, tc.floors) ||
-			gc.parked.all != tc.parked.all || !slices.Equal(gc.parked.hashes, tc.parked.hashes) {
+			gc.parked.all != tc.parked.all || gc.parked.level != tc.parked.level || !slices.Equal(gc.parked.named, tc.parked.named) {
 			t.Errorf("splitGrowMeta(%q) = %+v, %v", tc.meta, gc, ok)
 		}
 		if got := growMeta(gc.hist, gc.floors, gc.parked); got != growSection(tc.meta) {
@@ -42,7 +42,8 @@ func TestGrowMetaSections(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{";grow1:2,8@1000", ";grow1:8:5", ";grow1:2,8@1000:5,6", ";grow1:x", ";grow1:2,8@1000:-1",
-		";grow1:2,8@1000:5:", ";grow1:2,8@1000:5:b,a", ";grow1:2,8@1000:5:123456789", ";grow1:2,8@1000:5:*,1"} {
+		";grow1:2,8@1000:5:", ";grow1:2,8@1000:5:b@2,a@2", ";grow1:2,8@1000:5:123456789@2", ";grow1:2,8@1000:5:*,1",
+		";grow1:2,8@1000:5:*", ";grow1:2,8@1000:5:1f", ";grow1:2,8@1000:5:1f@-1", ";grow1:2,8@1000:5:*@x"} {
 		if gc, ok := splitGrowMeta(bad); ok {
 			t.Errorf("splitGrowMeta(%q) = %+v, want not read", bad, gc)
 		}

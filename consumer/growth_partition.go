@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"time"
 
@@ -81,33 +82,42 @@ func (p *partition) growMetaLocked() string {
 	return growMeta(h, floors, p.parkedOldLocked(h.Newest()))
 }
 
-// parkedOldLocked names the sessions parked on p with a record placed by a
-// count older than newest: a parked record is out of the floors' way, so
-// a session it moved waits for this instead (regrow.Holds.Release). All
-// of them while p's parked set is not rebuilt, or when they are too many
-// to name. None without parking. p.mu held.
+// parkedOldLocked names the sessions parked on p whose remaining parked
+// records include one placed by a count older than newest, with the
+// oldest such count: a parked record is out of the floors' way, so a
+// session it moved waits for this instead (regrow.Holds.Release). Until
+// p's parked set is rebuilt, what the commit p was taken over at named (a
+// record parked since is above its offset, where the floors hold waits);
+// all of them when they are too many to name. None without parking. p.mu
+// held.
 func (p *partition) parkedOldLocked(newest int) parkedOld {
 	pk := p.pk
 	switch {
 	case pk == nil:
 		return parkedOld{} // parking off: what was parked stays where it is, unread (parking.md)
 	case !pk.rebuilt:
-		return parkedOld{all: true}
+		return p.grow.fromParked
 	}
 	var po parkedOld
-	for s, level := range pk.levels {
-		switch {
-		case !pk.set.IsParked(s):
-			delete(pk.levels, s) // unparked since
-		case level < newest:
-			po.hashes = append(po.hashes, regrow.SessionHash(s))
+	oldest := newest
+	for s := range pk.levels {
+		h, ok := pk.set.Head(s)
+		if !ok {
+			delete(pk.levels, s) // unparked, or held with nothing left
+			continue
+		}
+		if level, ok := pk.levels.oldest(s, h.SrcOffset); ok && level < newest {
+			po.named = append(po.named, parkedAt{regrow.SessionHash(s), level})
+			oldest = min(oldest, level)
 		}
 	}
-	slices.Sort(po.hashes) // the same set says the same: no commit is due for it
-	po.hashes = slices.Compact(po.hashes)
-	if len(po.hashes) > maxParkedNamed {
-		return parkedOld{all: true}
+	if len(po.named) > maxParkedNamed {
+		return parkedOld{all: true, level: oldest}
 	}
+	slices.SortFunc(po.named, func(a, b parkedAt) int { // the same set says the same: no commit is due for it
+		return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.level, b.level))
+	})
+	po.named = slices.CompactFunc(po.named, func(a, b parkedAt) bool { return a.hash == b.hash }) // a collision keeps the oldest
 	return po
 }
 
@@ -135,8 +145,16 @@ func (p *partition) movedHeadLocked(head uint64) bool {
 
 // growCommitted notes the growth section of the group's commit the member
 // takes p over at: a commit that would say the same is not due for it.
+//
+// Until p's parked set is rebuilt its commits name the parked sessions
+// that commit named: all, with no count known, when it said nothing of
+// them during a change (an older lanes, or no change then).
 func (p *partition) growCommitted(meta string) {
 	p.mu.Lock()
 	p.grow.committed = growSection(meta)
+	p.grow.fromParked = parkedOld{all: true}
+	if gc, ok := splitGrowMeta(meta); ok && len(gc.floors) > 0 {
+		p.grow.fromParked = gc.parked
+	}
 	p.mu.Unlock()
 }

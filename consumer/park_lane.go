@@ -33,6 +33,23 @@ func (c *Consumer) enablePark(parts []*partition, gen int32, proto string) {
 	}
 }
 
+// skipSeen finishes a started source record done before (a redelivery
+// of a record whose park copy is in the park topic) and reports true; false
+// for any other.
+func (c *Consumer) skipSeen(w *work) bool {
+	seen, _ := w.p.parkCheck(w.lane, w.rec.Offset)
+	if seen {
+		c.doneBefore(w)
+	}
+	return seen
+}
+
+// doneBefore finishes w, done before.
+func (c *Consumer) doneBefore(w *work) {
+	c.stats.skippedDone.Add(1)
+	w.p.finish(w.seq, true)
+}
+
 // forwardParked handles a started source record of a partition with
 // parking: one done before (done at once) or of a parked session (its
 // copy forwarded behind the session's others, not handled). It reports
@@ -41,8 +58,7 @@ func (c *Consumer) forwardParked(w *work) bool {
 	seen, parked := w.p.parkCheck(w.lane, w.rec.Offset)
 	switch {
 	case seen:
-		c.stats.skippedDone.Add(1)
-		w.p.finish(w.seq, true)
+		c.doneBefore(w)
 	case parked:
 		now := time.Now()
 		w.p.finish(w.seq, c.parkOut(w, nil, 0, now, now, "forwarded: its session is parked"))

@@ -118,24 +118,12 @@ func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {
 func (p *partition) parked(seq uint64, lane string, level int, parkOff, srcOff int64, now time.Time) {
 	lane = strings.Clone(lane) // it may point into a fetch buffer
 	p.mu.Lock()
-	p.pk.level(lane, level, p.pk.set.IsParked(lane))
+	p.pk.levels.note(lane, srcOff, level, p.pk.set.IsParked(lane))
 	p.pk.set.Add(lane, parkOff, srcOff, now)
 	p.tr.Done(seq)
 	p.forgetDLQLocked()
 	p.tr.Touch() // the park position may have moved: due for a commit
 	p.unlock(p.settleLocked())
-}
-
-// level notes a record of session s parked, placed with count level
-// (0: none known); was says s was parked before it. p.mu held.
-func (pk *partPark) level(s string, level int, was bool) {
-	if pk.levels == nil {
-		pk.levels = map[string]int{}
-	}
-	if old, ok := pk.levels[s]; was && ok {
-		level = min(level, old)
-	}
-	pk.levels[s] = level
 }
 
 func (p *partition) parkDue(now time.Time) []string {
@@ -186,6 +174,9 @@ func (p *partition) parkMarked(kind parkset.Kind, lane string, through, parkOff 
 		return false
 	}
 	p.pk.set.Done(lane, through, parkOff, now)
+	if !p.pk.set.IsParked(lane) {
+		delete(p.pk.levels, lane) // unparked
+	}
 	return !p.fenced && p.pk.set.DueNow(lane, now)
 }
 

@@ -218,8 +218,11 @@ func replayAll(pk *partPark, entries []loggedEntry) (ignored int) {
 			ignored++
 			continue
 		}
-		if le.e.Kind == parkset.KindRecord {
-			pk.level(le.e.Session, le.level, was)
+		switch {
+		case le.e.Kind == parkset.KindRecord:
+			pk.levels.note(le.e.Session, le.e.Src, le.level, was)
+		case !pk.set.IsParked(le.e.Session):
+			delete(pk.levels, le.e.Session) // unparked by this entry
 		}
 	}
 	return ignored

@@ -41,11 +41,7 @@ type partPark struct {
 	retryAt     time.Time           // when the park loop tries the rebuild again
 	retries     int                 // rebuilds failed in a row
 	ahead       parkahead.ReadAhead // parked copies read along with a head
-	// levels is, per session parked since, the oldest placement count of
-	// its parked records (0: one unstamped, or a stub): a growth's commits
-	// name those parked with records of an older count than the newest
-	// (parkedOldLocked). A session no longer parked is dropped lazily.
-	levels map[string]int
+	levels parkLevels // the placement counts of the parked records (park_levels.go)
 }
 
 // parkCommit is the park section of a commit.

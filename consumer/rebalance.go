@@ -67,7 +67,6 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	}
 	c.growAssigned(nil, resps)
 	c.observeCounts(cctx, adm, parts)
-	c.learnBacklog(cctx, adm, parts, resps)
 	var fresh, kept []*partition
 	for _, p := range parts {
 		t, id := p.key.topic, p.key.partition
@@ -96,6 +95,9 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		}
 	}
 	c.startPositions(cctx, adm, fresh)
+	if _, stopping := c.stop.beganAt(); !stopping {
+		c.learnBacklog(ctx, adm, parts, resps) // after the start positions: bounded on its own
+	}
 	c.warnParkOff(ctx, cl, kept, "assign") // after the start positions, bounded on its own: it only logs
 }
 

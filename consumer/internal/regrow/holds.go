@@ -43,9 +43,8 @@ type Olds interface {
 	// known.
 	Floor(topic string, q int32, level int) (int64, bool)
 	// Parked reports whether session may be parked on (topic, q) with a
-	// record placed by a count older than the topic's newest: not known to
-	// be free.
-	Parked(topic string, q int32, session string) bool
+	// record placed by a count older than level: not known to be free.
+	Parked(topic string, q int32, session string, level int) bool
 }
 
 // Barrier is an old partition and the offset its floor for the wait's
@@ -202,7 +201,7 @@ func passed(w *Wait, o Olds) bool {
 // parked (-1: none).
 func parkedOn(w *Wait, o Olds) int32 {
 	for _, b := range w.Old {
-		if o.Parked(w.At.Topic, b.Partition, w.Session) {
+		if o.Parked(w.At.Topic, b.Partition, w.Session, w.Level) {
 			return b.Partition
 		}
 	}
@@ -215,7 +214,7 @@ func parkedOn(w *Wait, o Olds) int32 {
 // first).
 func ParkedAway(h History, o Olds, at Part, pl hashring.Placement, key []byte, session string) bool {
 	for _, q := range OldHomes(h, pl, key, at.Partition) {
-		if o.Parked(at.Topic, q, session) {
+		if o.Parked(at.Topic, q, session, pl.Count) {
 			return true
 		}
 	}
@@ -233,11 +232,17 @@ func SessionHash(s string) uint32 {
 
 // Forget drops what the member knew of partition at (it lost it): the
 // sessions released there wait again under a next owner, which cannot
-// know them.
+// know them, and its waits are released no more (their records end as
+// fenced; a later Release must not mark their sessions released).
 func (h *Holds) Forget(at Part) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.released, at)
+	for k := range h.waits {
+		if k.at == at {
+			delete(h.waits, k)
+		}
+	}
 }
 
 // Settled ends topic's change: its waits are released (every record

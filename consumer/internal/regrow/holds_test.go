@@ -12,7 +12,7 @@ type olds struct {
 }
 
 func (o olds) Floor(string, int32, int) (int64, bool)  { return o.floor, true }
-func (o olds) Parked(_ string, q int32, _ string) bool { return o.parked[q] }
+func (o olds) Parked(_ string, q int32, _ string, _ int) bool { return o.parked[q] }
 
 // TestReleaseParked: a wait whose old partitions' floors passed its
 // barriers is released, unless its session is parked on one of them:

@@ -66,7 +66,7 @@ type world struct {
 	waiting   map[waitKey]*Wait // the wait each lane head is in
 	measureAt map[int32]int64   // the change's settle barriers, once measured
 	parkq     []map[int][]*mrec // per partition: each parked session's records, oldest first
-	pubParked []map[int]bool    // per partition: the sessions its last commit named parked (nil: none published)
+	pubParked []map[int]int     // per partition: the sessions its last commit named parked, with their oldest parked count (nil: none published)
 	draining  bool              // nothing fails any more
 	err       error             // an order broken by a parked retry
 	now       time.Time
@@ -108,7 +108,7 @@ func runHoldModel(seed uint64) error {
 		case r < 66:
 			w.retryParked(rng.IntN(len(w.logs)))
 		case r < 68:
-			w.holds.Forget(Part{"t", int32(rng.IntN(len(w.logs)))})
+			w.lose(int32(rng.IntN(len(w.logs))))
 		case r < 70:
 			w.settle()
 		default:
@@ -190,10 +190,14 @@ func (w *world) commit() {
 			for level := 1; level <= 32; level++ {
 				w.published[p][level] = w.floors[p].Floor(level, func(seq uint64) bool { return log[seq].handled || log[seq].parked }, int64(o), int64(w.fetched[p]))
 			}
-			w.pubParked[p] = map[int]bool{}
+			w.pubParked[p] = map[int]int{}
 			for s, q := range w.parkq[p] {
-				if slices.ContainsFunc(q, func(r *mrec) bool { return r.pl.Count < w.hist.Newest() }) {
-					w.pubParked[p][s] = true
+				oldest := q[0].pl.Count
+				for _, r := range q {
+					oldest = min(oldest, r.pl.Count)
+				}
+				if oldest < w.hist.Newest() {
+					w.pubParked[p][s] = oldest
 				}
 			}
 		}
@@ -206,15 +210,16 @@ func (w *world) Floor(_ string, q int32, level int) (int64, bool) {
 	return f, ok
 }
 
-// Parked is Olds.Parked: a session q's last commit named, or any when it
-// named none (not known to be free).
-func (w *world) Parked(_ string, q int32, session string) bool {
+// Parked is Olds.Parked: a session q's last commit named with an older
+// count than level, or any when it named none (not known to be free).
+func (w *world) Parked(_ string, q int32, session string, level int) bool {
 	if w.pubParked[q] == nil {
 		return true
 	}
 	var s int
 	fmt.Sscan(session, &s)
-	return w.pubParked[q][s]
+	oldest, ok := w.pubParked[q][s]
+	return ok && oldest < level
 }
 
 // retryParked retries the head of one random session parked on p: it
@@ -245,6 +250,20 @@ func (w *world) retryParked(p int) {
 	w.handled[s]++
 	if w.parkq[p][s] = w.parkq[p][s][1:]; len(w.parkq[p][s]) == 0 {
 		delete(w.parkq[p], s)
+	}
+}
+
+// lose is a rebalance of partition p: the member forgets what it knew of
+// it, and the records waiting there end (fenced) and wait afresh when read
+// again.
+func (w *world) lose(p int32) {
+	at := Part{"t", p}
+	w.holds.Forget(at)
+	for k, wt := range w.waiting {
+		if k.at == at {
+			w.holds.Leave(wt)
+			delete(w.waiting, k)
+		}
 	}
 }
 

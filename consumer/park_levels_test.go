@@ -1,0 +1,33 @@
+package consumer
+
+import "testing"
+
+// TestParkLevels: a parked session's oldest placement count is that of
+// its records not yet done: it rises as its head passes the records of an
+// older count, and starts anew when the session parks again. (Before, the
+// oldest count since it was first parked stayed for good, and two
+// partitions each naming a session parked on both held its retries on
+// both for ever.)
+func TestParkLevels(t *testing.T) {
+	var pl parkLevels
+	pl.note("s", 5, 3, false)
+	pl.note("s", 6, 3, true)
+	pl.note("s", 9, 6, true)
+	pl.note("s", 10, 0, true) // unstamped: oldest of all
+	pl.note("s", 11, 6, true)
+	for _, tc := range []struct {
+		head int64
+		want int
+	}{{5, 0}, {6, 0}, {9, 0}, {10, 0}, {11, 6}} {
+		if got, ok := pl.oldest("s", tc.head); !ok || got != tc.want {
+			t.Fatalf("oldest from head %d = %d, %v; want %d", tc.head, got, ok, tc.want)
+		}
+	}
+	pl.note("s", 20, 4, false) // parked again after it was done
+	if got, _ := pl.oldest("s", 20); got != 4 {
+		t.Fatalf("oldest after parking again = %d, want 4", got)
+	}
+	if _, ok := pl.oldest("other", 0); ok {
+		t.Fatal("a session never parked has an oldest count")
+	}
+}
