@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"math/bits"
+	"strconv"
 	"unsafe"
 
 	"github.com/lanesdev/lanes/hashring"
@@ -124,4 +125,16 @@ func (c *Consumer) sessionOf(r *kgo.Record) string {
 func (c *Consumer) shardOf(lane string) *shard {
 	hi, _ := bits.Mul64(hashring.Sum64(lane), uint64(len(c.shards)))
 	return c.shards[hi]
+}
+
+// laneOf is the lane w runs in on p under order o: its session's (with no
+// session, its partition's), its partition's, or one of its own.
+func laneOf(o Order, w *work, p *partition) string {
+	switch {
+	case o == OrderNone:
+		return p.keyless + "@" + strconv.FormatInt(w.rec.Offset, 10)
+	case o == OrderPartition || w.session == "":
+		return p.keyless // computed once: no allocation per record
+	}
+	return w.session
 }

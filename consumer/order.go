@@ -1,8 +1,6 @@
 package consumer
 
 import (
-	"fmt"
-	"slices"
 	"strconv"
 )
 
@@ -36,29 +34,4 @@ func (o Order) String() string {
 		return "none"
 	}
 	return "Order(" + strconv.Itoa(int(o)) + ")"
-}
-
-// laneOf is the lane w runs in on p under order o: its session's (with no
-// session, its partition's), its partition's, or one of its own.
-func laneOf(o Order, w *work, p *partition) string {
-	switch {
-	case o == OrderNone:
-		return p.keyless + "@" + strconv.FormatInt(w.rec.Offset, 10)
-	case o == OrderPartition || w.session == "":
-		return p.keyless // computed once: no allocation per record
-	}
-	return w.session
-}
-
-// validateOrder checks cfg.Order against the consumed topics.
-func validateOrder(cfg *Config) error {
-	for topic, o := range cfg.Order {
-		if o < OrderSession || o > OrderNone {
-			return fmt.Errorf("%w: Order: topic %q: unknown order %d (OrderSession, OrderPartition or OrderNone)", ErrConfig, topic, int(o))
-		}
-		if !slices.Contains(cfg.Topics, topic) {
-			return fmt.Errorf("%w: Order: topic %q is not consumed (Topics %q)", ErrConfig, topic, cfg.Topics)
-		}
-	}
-	return nil
 }

@@ -41,7 +41,7 @@ type partPark struct {
 	retryAt     time.Time           // when the park loop tries the rebuild again
 	retries     int                 // rebuilds failed in a row
 	ahead       parkahead.ReadAhead // parked copies read along with a head
-	levels parkLevels // the placement counts of the parked records (park_levels.go)
+	levels      parkLevels          // the placement counts of the parked records (park_levels.go)
 }
 
 // parkCommit is the park section of a commit.

@@ -11,7 +11,7 @@ type olds struct {
 	parked map[int32]bool
 }
 
-func (o olds) Floor(string, int32, int) (int64, bool)  { return o.floor, true }
+func (o olds) Floor(string, int32, int) (int64, bool)         { return o.floor, true }
 func (o olds) Parked(_ string, q int32, _ string, _ int) bool { return o.parked[q] }
 
 // TestReleaseParked: a wait whose old partitions' floors passed its
