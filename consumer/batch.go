@@ -128,6 +128,7 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			ms = append(ms, &w.msg)
 		}
 		span, err := c.callBatch(l, b[0], ms)
+		c.endTurn(ps)
 		done, cause := batchOutcome(err, len(b))
 		cut, cause := c.silenced(cause, ps.holds)
 		rep := cause
@@ -211,10 +212,6 @@ func settle(b []*work) []*work {
 // HandlerTimeout, inside the head's process span, with the head as the
 // lane's current work for the watchdog, turning a panic into an error.
 func (c *Consumer) callBatch(l *lane, head *work, ms []*Message) (span trace.Span, err error) {
-	if err := c.turns.take(head.p.attempts); err != nil {
-		return noSpan, err // the partition was given up while the call waited for its turn
-	}
-	defer c.turns.give()
 	start := stampNow()
 	actx := newAttemptCtx(head.p.attempts, start, c.cfg.HandlerTimeout)
 	var ctx context.Context = actx

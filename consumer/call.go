@@ -17,13 +17,8 @@ import (
 
 // call runs one handler attempt under HandlerTimeout, inside its process
 // span, turning a panic into an error. The watchdog reports an attempt that
-// outlives its timeout. Under MaxConcurrency it first waits for a turn
-// (concurrency.go). The caller ends the returned span.
+// outlives its timeout. The caller ends the returned span.
 func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err error) {
-	if err := c.turns.take(w.p.attempts); err != nil {
-		return noSpan, err // the partition was given up while the attempt waited for its turn
-	}
-	defer c.turns.give()
 	start := stampNow()
 	var actx *attemptCtx
 	if m.Attempt == 1 {

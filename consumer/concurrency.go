@@ -26,17 +26,33 @@ func newTurns(n int) *turns {
 	return &turns{sem: semaphore.NewWeighted(int64(n))}
 }
 
-// take waits for a turn until ctx ends (its error: no turn taken).
-func (t *turns) take(ctx context.Context) error {
-	if t == nil {
-		return nil
-	}
+// takeFor waits for a turn for w, started: false, with no turn taken,
+// when w's partition is fenced or w is done (skipped as stalled) first, as
+// a record queued in its lane would drop out (a revoke's drain does not
+// wait for the turns of its records).
+func (t *turns) takeFor(w *work) bool {
 	if t.sem.TryAcquire(1) {
-		return nil
+		return true
 	}
 	t.waiting.Add(1)
 	defer t.waiting.Add(-1)
-	return t.sem.Acquire(ctx, 1)
+	ctx, cancel := context.WithCancel(w.p.attempts)
+	watched := make(chan struct{})
+	go func() { // owned here: ended and waited for before takeFor returns
+		defer close(watched)
+		w.p.untilStale(ctx, w.seq, cancel)
+	}()
+	err := t.sem.Acquire(ctx, 1)
+	cancel()
+	<-watched
+	if err != nil {
+		return false
+	}
+	if w.p.isFenced() || w.p.isDone(w.seq) { // both may have happened as it got the turn
+		t.give()
+		return false
+	}
+	return true
 }
 
 // give returns a turn taken.
@@ -52,4 +68,26 @@ func (t *turns) waiters() int {
 		return 0
 	}
 	return int(t.waiting.Load())
+}
+
+// untilStale calls stale once p is fenced or its record seq is done,
+// unless ctx ends first (then it returns at once).
+func (p *partition) untilStale(ctx context.Context, seq uint64, stale func()) {
+	for {
+		p.mu.Lock()
+		done, marked := p.tr.IsDone(seq), p.marked
+		p.mu.Unlock()
+		if done {
+			stale()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.fence:
+			stale()
+			return
+		case <-marked:
+		}
+	}
 }

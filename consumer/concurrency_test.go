@@ -104,3 +104,42 @@ func TestMaxConcurrencyRefusesNegative(t *testing.T) {
 		t.Fatalf("New with MaxConcurrency -1: %v; want ErrConfig naming MaxConcurrency", err)
 	}
 }
+
+// TestMaxConcurrencyShutdownDropsWaiters: MaxConcurrency 1, 30 sessions
+// each with a record of 100 ms of work. At shutdown the records still
+// waiting for their turn drop out, as records queued in their lanes do:
+// at most the attempt running and one that got the turn as the stop
+// began are handled after it (before, every waiting record ran in turn,
+// and the shutdown took 3 s).
+func TestMaxConcurrencyShutdownDropsWaiters(t *testing.T) {
+	e := newEnv(t, 1, "chats")
+	e.produce("chats", sessionNames(30), 1)
+	var stopping atomic.Bool
+	var after atomic.Int64
+	rec := newRecorder(30, func(ctx context.Context, _ *Message) error {
+		if stopping.Load() {
+			after.Add(1)
+		}
+		select { // the handler's work
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	})
+	cfg := e.config("g", "chats")
+	cfg.MaxConcurrency = 1
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "the other sessions waiting for the turn", func() bool { return c.Stats().WaitingForTurn >= 20 }, nil)
+	stopping.Store(true)
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := after.Load(); n > 2 {
+		t.Fatalf("%d attempts started after the shutdown began; want at most 2", n)
+	}
+}

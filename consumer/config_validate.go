@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -170,6 +171,7 @@ func validatePark(cfg *Config) error {
 
 // validateOrder checks cfg.Order against the consumed topics.
 func validateOrder(cfg *Config) error {
+	cfg.Order = maps.Clone(cfg.Order) // the caller's map may change after New
 	for topic, o := range cfg.Order {
 		if o < OrderSession || o > OrderNone {
 			return fmt.Errorf("%w: Order: topic %q: unknown order %d (OrderSession, OrderPartition or OrderNone)", ErrConfig, topic, int(o))

@@ -24,21 +24,49 @@ type pass struct {
 	probe  breaker.ProbeID
 	waited bool // the budget by time starts again after an outage
 	holds  uint64
+	turn   bool // it holds a turn (MaxConcurrency), given back by judged or endTurn
 }
 
 // through holds w's lane while the member's work is held or the breaker
 // is open, and returns the attempt's pass. ok is false when w's partition
 // was fenced or w got done meanwhile (skipped as stalled): no attempt is
 // to be made.
+//
+// Under MaxConcurrency it then waits for a turn, and goes back to the gate
+// when a hold began or the breaker opened meanwhile: an attempt waiting for
+// its turn has not started, and must not start then. The breaker's probe
+// takes no turn: it runs alone while the breaker holds the rest.
 func (c *Consumer) through(w *work) (ps pass, ok bool) {
-	if !c.silenceWait(w) {
-		return pass{}, false
-	}
-	if ps.probe, ps.waited, ok = c.breakerWait(w); !ok {
-		return pass{}, false
+	for {
+		if !c.silenceWait(w) {
+			return pass{}, false
+		}
+		probe, waited, ok := c.breakerWait(w)
+		if !ok {
+			return pass{}, false
+		}
+		ps.probe, ps.waited = probe, ps.waited || waited
+		if probe != 0 || c.turns == nil {
+			break
+		}
+		if !c.turns.takeFor(w) {
+			return pass{}, false // fenced, or skipped as stalled, while it waited for its turn
+		}
+		if c.member.gate() == nil && (c.brk == nil || !c.brk.OpenNow()) {
+			ps.turn = true
+			break
+		}
+		c.turns.give() // held meanwhile: to the gate again
 	}
 	ps.holds = c.member.holds.Load()
 	return ps, true
+}
+
+// endTurn gives back the turn ps holds, once its attempt returned.
+func (c *Consumer) endTurn(ps pass) {
+	if ps.turn {
+		c.turns.give()
+	}
 }
 
 // judged tells the gate what the attempt that passed with ps (of a record
@@ -47,6 +75,7 @@ func (c *Consumer) through(w *work) (ps pass, ok bool) {
 // against no budget (a hold cut it, or the breaker is open): the next
 // pass waits at the gate.
 func (c *Consumer) judged(p *partition, ps pass, err error) (_ error, again bool) {
+	c.endTurn(ps)
 	cut, err := c.silenced(err, ps.holds)
 	excused := c.brk != nil && c.breakerReport(p, ps.probe, err)
 	return err, cut || excused

@@ -251,6 +251,8 @@ type partGrow struct {
 	// fromParked is what the commit the member took the partition over at
 	// named parked: its commits say it until its parked set is rebuilt.
 	fromParked parkedOld
+	fromNewest int  // the newest count that commit knew
+	sessions   bool // its topic is ordered by session (Config.Order): parked sessions are named
 }
 
 // poke wakes the growth loop.

@@ -113,6 +113,15 @@ func (c *Consumer) learnFirstStamps(ctx context.Context, topic string, spans map
 	}
 	defer cl.Close()
 	var counts []int
+	defer func() { // what was read is learnt, also when a partition's first record never came
+		if len(counts) > 0 {
+			c.grow.learn(topic, counts, time.Time{}, 0, time.Now())
+			if h := c.grow.history(topic); h.Changing() {
+				c.log().Info().Str("topic", topic).Ints("counts", h.Counts).
+					Msg("assign: the group starts on records placed before the topic grew; sessions the growth moved wait for their older records")
+			}
+		}
+	}()
 	for len(spans) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -131,13 +140,6 @@ func (c *Consumer) learnFirstStamps(ctx context.Context, topic string, spans map
 				delete(spans, r.Partition) // markers only
 			}
 		})
-	}
-	if len(counts) > 0 {
-		c.grow.learn(topic, counts, time.Time{}, 0, time.Now())
-		if h := c.grow.history(topic); h.Changing() {
-			c.log().Info().Str("topic", topic).Ints("counts", h.Counts).
-				Msg("assign: the group starts on records placed before the topic grew; sessions the growth moved wait for their older records")
-		}
 	}
 	return nil
 }

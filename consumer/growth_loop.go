@@ -27,6 +27,7 @@ func (c *Consumer) growAssigned(parts []*partition, resps kadm.OffsetResponses) 
 	for _, p := range parts {
 		p.mu.Lock()
 		p.grow.g, p.grow.t, p.grow.track = c.grow, c.grow.topic(p.key.topic), !c.cfg.Growth.Off
+		p.grow.sessions = c.cfg.Order[p.key.topic] == OrderSession
 		p.mu.Unlock()
 	}
 	if resps != nil {
@@ -163,8 +164,8 @@ func (c *Consumer) movedHold(w *work) *regrow.Wait {
 // session a growth moved that may still be parked on one of its old
 // partitions (as their commits say): its retry waits for those records.
 func (c *Consumer) parkedAway(p *partition, lane string, src *kgo.Record) bool {
-	if c.cfg.Growth.Off {
-		return false
+	if c.cfg.Growth.Off || c.cfg.Order[p.key.topic] != OrderSession {
+		return false // only a session's order is kept across a growth
 	}
 	pl, err := hashring.ParsePlacement(placementOf(src))
 	if err != nil {

@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -57,7 +58,7 @@ func (g *partGrow) placement(v []byte) hashring.Placement {
 // growMetaLocked is the growth section of p's next commit: its topic's
 // history and, during a change, p's floors for the counts after the
 // oldest. Outside a change the floors are dropped. p.mu held.
-func (p *partition) growMetaLocked() string {
+func (p *partition) growMetaLocked(budget int) string {
 	g := &p.grow
 	if g.t == nil {
 		return ""
@@ -79,7 +80,7 @@ func (p *partition) growMetaLocked() string {
 	for _, level := range h.Counts[1:] {
 		floors = append(floors, g.fl.Floor(level, p.tr.IsDone, wm, next))
 	}
-	return growMeta(h, floors, p.parkedOldLocked(h.Newest()))
+	return growMeta(h, floors, p.parkedOldLocked(h.Newest(), min(maxParkedNamed, budget/64)))
 }
 
 // parkedOldLocked names the sessions parked on p whose remaining parked
@@ -90,28 +91,30 @@ func (p *partition) growMetaLocked() string {
 // record parked since is above its offset, where the floors hold waits);
 // all of them when they are too many to name. None without parking. p.mu
 // held.
-func (p *partition) parkedOldLocked(newest int) parkedOld {
+func (p *partition) parkedOldLocked(newest, maxNamed int) parkedOld {
 	pk := p.pk
 	switch {
-	case pk == nil:
-		return parkedOld{} // parking off: what was parked stays where it is, unread (parking.md)
+	case pk == nil || !p.grow.sessions:
+		return parkedOld{} // parking off (what was parked stays where it is, unread: parking.md), or no session order to keep
 	case !pk.rebuilt:
-		return p.grow.fromParked
+		return p.grow.fromParkedAt(newest)
 	}
 	var po parkedOld
 	oldest := newest
 	for s := range pk.levels {
-		h, ok := pk.set.Head(s)
-		if !ok {
-			delete(pk.levels, s) // unparked, or held with nothing left
+		head := int64(math.MinInt64) // held with nothing left parked: its records all count
+		if h, ok := pk.set.Head(s); ok {
+			head = h.SrcOffset
+		} else if !pk.set.IsParked(s) {
+			delete(pk.levels, s) // unparked
 			continue
 		}
-		if level, ok := pk.levels.oldest(s, h.SrcOffset); ok && level < newest {
+		if level, ok := pk.levels.oldest(s, head); ok && level < newest {
 			po.named = append(po.named, parkedAt{regrow.SessionHash(s), level})
 			oldest = min(oldest, level)
 		}
 	}
-	if len(po.named) > maxParkedNamed {
+	if len(po.named) > maxNamed {
 		return parkedOld{all: true, level: oldest}
 	}
 	slices.SortFunc(po.named, func(a, b parkedAt) int { // the same set says the same: no commit is due for it
@@ -119,6 +122,25 @@ func (p *partition) parkedOldLocked(newest int) parkedOld {
 	})
 	po.named = slices.CompactFunc(po.named, func(a, b parkedAt) bool { return a.hash == b.hash }) // a collision keeps the oldest
 	return po
+}
+
+// fromParkedAt is what the commit the partition was taken over at named
+// parked, for a history whose newest count is newest: all of them, with
+// that commit's newest count at the most, when the topic grew again since
+// (a session it left unnamed may have records of that count parked).
+func (g *partGrow) fromParkedAt(newest int) parkedOld {
+	po := g.fromParked
+	if g.fromNewest == 0 || newest <= g.fromNewest {
+		return po
+	}
+	level := g.fromNewest
+	if po.all {
+		level = min(level, po.level)
+	}
+	for _, x := range po.named {
+		level = min(level, x.level)
+	}
+	return parkedOld{all: true, level: level}
 }
 
 // movedWaiting marks the record seq as waiting as a moved session (or no
@@ -152,9 +174,9 @@ func (p *partition) movedHeadLocked(head uint64) bool {
 func (p *partition) growCommitted(meta string) {
 	p.mu.Lock()
 	p.grow.committed = growSection(meta)
-	p.grow.fromParked = parkedOld{all: true}
+	p.grow.fromParked, p.grow.fromNewest = parkedOld{all: true}, 0
 	if gc, ok := splitGrowMeta(meta); ok && len(gc.floors) > 0 {
-		p.grow.fromParked = gc.parked
+		p.grow.fromParked, p.grow.fromNewest = gc.parked, gc.hist.Newest()
 	}
 	p.mu.Unlock()
 }

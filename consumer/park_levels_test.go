@@ -1,6 +1,9 @@
 package consumer
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestParkLevels: a parked session's oldest placement count is that of
 // its records not yet done: it rises as its head passes the records of an
@@ -29,5 +32,30 @@ func TestParkLevels(t *testing.T) {
 	}
 	if _, ok := pl.oldest("other", 0); ok {
 		t.Fatal("a session never parked has an oldest count")
+	}
+}
+
+// TestParkedNamesAfterGrowth: before its rebuild, a new owner says what
+// the commit it took over at named; once the topic grew again since, all
+// of them with that commit's newest count at the most (a session that
+// commit left unnamed may have records of that count parked). A session
+// held with nothing left parked counts all its records.
+func TestParkedNamesAfterGrowth(t *testing.T) {
+	g := partGrow{fromParked: parkedOld{named: []parkedAt{{0x1f, 2}}}, fromNewest: 4}
+	if po := g.fromParkedAt(4); po.all || len(po.named) != 1 {
+		t.Fatalf("same newest: %+v, want the commit's names", po)
+	}
+	if po := g.fromParkedAt(8); !po.all || po.level != 2 || !po.has("any", 8) || po.has("any", 2) {
+		t.Fatalf("grown to 8: %+v, want all from count 2", po)
+	}
+	g = partGrow{fromParked: parkedOld{}, fromNewest: 4}
+	if po := g.fromParkedAt(8); !po.all || po.level != 4 || !po.has("any", 8) {
+		t.Fatalf("grown to 8 from a commit naming none: %+v, want all from count 4", po)
+	}
+	var pl parkLevels
+	pl.note("held", 3, 2, false)
+	pl.note("held", 7, 4, true)
+	if got, ok := pl.oldest("held", math.MinInt64); !ok || got != 2 {
+		t.Fatalf("held with nothing left: oldest %d, %v; want 2", got, ok)
 	}
 }

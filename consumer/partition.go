@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -212,7 +213,7 @@ func (p *partition) toCommit(metaMax int) (commitPoint, bool) {
 	if p.released || p.parkUnreadLocked() {
 		return commitPoint{}, false
 	}
-	grow := p.growMetaLocked()
+	grow := p.growMetaLocked(cmp.Or(metaMax, DefaultMaxCommitMetadataBytes))
 	if p.tr.Version() != p.committedVersion || grow != p.grow.committed {
 		cp := commitPoint{offset: p.tr.Watermark(), version: p.tr.Version(), grow: grow}
 		if metaMax > 0 {
