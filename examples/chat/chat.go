@@ -45,7 +45,8 @@ func New(brokers []string, middleware ...consumer.Middleware) (*Service, error) 
 		return nil, err
 	}
 	s.Consumer, err = consumer.New(consumer.Config{Brokers: brokers, Group: "chat", Topics: []string{Topic},
-		DeadLetterTopic: DeadLetters, Middleware: append([]consumer.Middleware{d.Middleware}, middleware...)},
+		DeadLetterTopic: DeadLetters, Middleware: append([]consumer.Middleware{d.Middleware}, middleware...),
+		MaxConcurrency: 20}, // handlers at once: the size of the connection pool they would share
 		consumer.HandlerFunc(s.apply))
 	if err != nil {
 		s.Producer.Close()
