@@ -28,13 +28,7 @@ func TestMaxConcurrencyBound(t *testing.T) {
 		time.Sleep(time.Millisecond) // the handler's work
 		return nil
 	})
-	cfg := e.config("g", "chats")
-	cfg.MaxConcurrency = 3
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	_, stop := startCapped(t, e, 3, rec)
 	rec.wait(t)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -69,13 +63,7 @@ func TestMaxConcurrencyFair(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g", "chats")
-	cfg.MaxConcurrency = 1
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startCapped(t, e, 1, rec)
 	waitFor(t, "the ten other sessions waiting for the turn", func() bool { return c.Stats().WaitingForTurn == 10 },
 		func() string { return fmt.Sprintf("%+v", c.Stats()) })
 	close(gate)
@@ -127,13 +115,7 @@ func TestMaxConcurrencyShutdownDropsWaiters(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := e.config("g", "chats")
-	cfg.MaxConcurrency = 1
-	c, err := New(cfg, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := start(t, c)
+	c, stop := startCapped(t, e, 1, rec)
 	waitFor(t, "the other sessions waiting for the turn", func() bool { return c.Stats().WaitingForTurn >= 20 }, nil)
 	stopping.Store(true)
 	if err := stop(); err != nil {
@@ -142,4 +124,17 @@ func TestMaxConcurrencyShutdownDropsWaiters(t *testing.T) {
 	if n := after.Load(); n > 2 {
 		t.Fatalf("%d attempts started after the shutdown began; want at most 2", n)
 	}
+}
+
+// startCapped starts a consumer of "chats" with MaxConcurrency n and
+// handler h.
+func startCapped(t *testing.T, e *env, n int, h Handler) (*Consumer, func() error) {
+	t.Helper()
+	cfg := e.config("g", "chats")
+	cfg.MaxConcurrency = n
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, start(t, c)
 }

@@ -99,15 +99,8 @@ func (c *Consumer) learnFirstStamps(ctx context.Context, topic string, spans map
 	for q, s := range spans {
 		at[q] = kgo.NewOffset().At(s.from)
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(c.cfg.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // its offset deleted meanwhile: the first record kept
-		kgo.FetchMaxWait(c.cfg.FetchMaxWait),
-		kgo.KeepControlRecords(), // a span that holds only markers ends at its last
-		kgo.WithLogger(newKgoLogger(c.cfg.Logger, "growth")),
-	}, c.cfg.ClientOptions...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newReader(&c.cfg, "growth", topic, at,
+		kgo.KeepControlRecords()) // a span that holds only markers ends at its last
 	if err != nil {
 		return err
 	}

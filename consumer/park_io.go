@@ -195,14 +195,7 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 	if from >= 0 {
 		at = kgo.NewOffset().At(from)
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(io.cfg.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: at}}),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(io.cfg.FetchMaxWait),
-		kgo.WithLogger(newKgoLogger(io.cfg.Logger, "park-rebuild")),
-	}, io.cfg.ClientOptions...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newReader(io.cfg, "park-rebuild", topic, map[int32]kgo.Offset{part: at})
 	if err != nil {
 		return fmt.Errorf("start park reader: %w", err)
 	}
@@ -230,6 +223,20 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 			return nil
 		}
 	}
+}
+
+// newReader is a client of cfg's brokers that reads topic's partitions
+// from the offsets given (from their start where one is out of range),
+// outside the group; its log lines say what for. opts come before
+// cfg.ClientOptions.
+func newReader(cfg *Config, what, topic string, at map[int32]kgo.Offset, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append(append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
+		kgo.WithLogger(newKgoLogger(cfg.Logger, what)),
+	}, opts...), cfg.ClientOptions...)...)
 }
 
 // fit returns park copy cp as it is to be written under its park topic's

@@ -171,14 +171,10 @@ func (b *bench) growRun(ctx context.Context, w workload, g growSpec, cls classes
 	arm := growArms[map[bool]int{false: 0, true: 1}[grows]]
 	topic := fmt.Sprintf("%s-grow-%d", b.prefix, i)
 	topics := []string{topic, topic + "-dlq"}
-	if err := cli.CreateTopics(ctx, b.broker, 30*time.Second, int32(g.from), topics...); err != nil {
+	if err := b.makeTopics(ctx, int32(g.from), topics...); err != nil {
 		return GrowResult{}, err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = b.broker.DeleteTopics(dctx, topics...)
-	}()
+	defer b.dropTopics(topics...)
 	s := newGrowSide(w, g, cls)
 	cfg := consumer.Config{Brokers: b.brokers, Group: topic + "-g", Topics: []string{topic}, DeadLetterTopic: topic + "-dlq",
 		ClientOptions: append(b.broker.Opts(), growConsumerMeta...)}

@@ -173,15 +173,7 @@ func (s *growSide) send(ctx context.Context, p *producer.Producer) error {
 		case <-t.C:
 		}
 	}
-	fctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := p.Flush(fctx); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	if e := failed.Load(); e != nil {
-		return fmt.Errorf("send: %w", *e)
-	}
-	return nil
+	return flushSent(ctx, p, &failed)
 }
 
 // result sums a run up: the ledger's verdict on every message, the other

@@ -178,14 +178,10 @@ func (b *bench) runStuck(ctx context.Context, w workload, spec stuckSpec, stdout
 func (b *bench) stuckRun(ctx context.Context, w workload, spec stuckSpec, m stuckMode, i int) (StuckResult, error) {
 	topic := fmt.Sprintf("%s-stuck-%d", b.prefix, i)
 	topics := []string{topic, topic + consumer.DefaultParkTopicSuffix, topic + "-dlq"}
-	if err := cli.CreateTopics(ctx, b.broker, 30*time.Second, int32(w.Partitions), topics...); err != nil {
+	if err := b.makeTopics(ctx, int32(w.Partitions), topics...); err != nil {
 		return StuckResult{}, err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = b.broker.DeleteTopics(dctx, topics...)
-	}()
+	defer b.dropTopics(topics...)
 	s := newStuckSide(w, spec, m)
 	cfg := consumer.Config{Brokers: b.brokers, Group: topic + "-g", Topics: []string{topic}, DeadLetterTopic: topic + "-dlq",
 		ClientOptions: b.broker.Opts(), CommitInterval: 100 * time.Millisecond,
@@ -364,6 +360,24 @@ func (s *stuckSide) send(ctx context.Context, p *producer.Producer) error {
 		case <-t.C:
 		}
 	}
+	return flushSent(ctx, p, &failed)
+}
+
+// makeTopics creates a run's topics with partitions each.
+func (b *bench) makeTopics(ctx context.Context, partitions int32, topics ...string) error {
+	return cli.CreateTopics(ctx, b.broker, 30*time.Second, partitions, topics...)
+}
+
+// dropTopics deletes a run's topics, 30 s at most, whatever its outcome.
+func (b *bench) dropTopics(topics ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = b.broker.DeleteTopics(ctx, topics...)
+}
+
+// flushSent waits, a minute at most, for what p still sends, and returns
+// the first send that failed (failed), if any.
+func flushSent(ctx context.Context, p *producer.Producer, failed *atomic.Pointer[error]) error {
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := p.Flush(fctx); err != nil {
