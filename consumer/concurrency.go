@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -36,20 +37,46 @@ func (t *turns) takeFor(w *work) bool {
 	}
 	t.waiting.Add(1)
 	defer t.waiting.Add(-1)
+	return acquireFor(w, func(ctx context.Context) error { return t.sem.Acquire(ctx, 1) }, t.give)
+}
+
+// slotFor waits for a slot of w's resource (Throttle: its Concurrency),
+// as takeFor waits for a turn. held is false when the resource has no
+// concurrency limit; ok is false when w's partition is fenced or w is done
+// first.
+func (c *Consumer) slotFor(w *work) (held, ok bool) {
+	if held, ok := c.ctl.TrySlot(w.resource, time.Now()); ok {
+		return held, true
+	}
+	ok = acquireFor(w, func(ctx context.Context) (err error) {
+		held, err = c.ctl.Slot(ctx, w.resource, time.Now())
+		return err
+	}, func() {
+		if held {
+			c.ctl.Release(w.resource)
+		}
+	})
+	return held && ok, ok
+}
+
+// acquireFor runs acquire for w under a context that ends when w's
+// partition is fenced or w is done (skipped as stalled); it reports false,
+// with what was acquired given back by release, when either happened.
+func acquireFor(w *work, acquire func(context.Context) error, release func()) bool {
 	ctx, cancel := context.WithCancel(w.p.attempts)
 	watched := make(chan struct{})
-	go func() { // owned here: ended and waited for before takeFor returns
+	go func() { // owned here: ended and waited for before acquireFor returns
 		defer close(watched)
 		w.p.untilStale(ctx, w.seq, cancel)
 	}()
-	err := t.sem.Acquire(ctx, 1)
+	err := acquire(ctx)
 	cancel()
 	<-watched
 	if err != nil {
 		return false
 	}
-	if w.p.isFenced() || w.p.isDone(w.seq) { // both may have happened as it got the turn
-		t.give()
+	if w.p.isFenced() || w.p.isDone(w.seq) { // both may have happened as it got it
+		release()
 		return false
 	}
 	return true

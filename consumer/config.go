@@ -111,6 +111,12 @@ type Config struct {
 	// count grows (records of lanes' producer). Default: on (see
 	// GrowthPolicy and its Default* constants).
 	Growth GrowthPolicy
+	// Control lets an operator pause, resume and rate-limit one session at
+	// run time, from any machine. Default: off (see ControlPolicy).
+	Control ControlPolicy
+	// Throttle limits the pace of sessions and of the resources their
+	// records use. Default: none (see ThrottlePolicy).
+	Throttle ThrottlePolicy
 
 	// Traces and metrics (OpenTelemetry).
 	//

@@ -120,6 +120,16 @@ func (cfg Config) validate() (Config, error) {
 	if err := validateOrder(&cfg); err != nil {
 		return cfg, err
 	}
+	if cfg.Control.Enabled {
+		if cfg.Control, err = cfg.Control.withDefaults(); err != nil {
+			return cfg, err
+		}
+	} else if cfg.Control != (ControlPolicy{}) {
+		return bad("Control", "fields are set but Control.Enabled is false: set Enabled to turn per-session control on, or leave the policy empty")
+	}
+	if cfg.Throttle, err = cfg.Throttle.validate(); err != nil {
+		return cfg, err
+	}
 	if cfg.Slog != nil {
 		if cfg.Logger != nil {
 			return bad("Slog", "set Logger or Slog, not both")

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lanesdev/lanes/consumer/internal/control"
+
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
@@ -36,6 +38,12 @@ type Consumer struct {
 	park      *parkIO // nil unless Config.Park.Enabled
 	grow      *growth // what the member knows of its topics' partition counts (growth.go)
 	turns     *turns  // the handler attempts' turns (Config.MaxConcurrency); nil: no bound
+	// ctl is per-session control and throttling (control.go), nil when
+	// both are off; alarms wakes the lanes its rates hold, ctlLog reads
+	// the control topic (Config.Control; nil when off).
+	ctl    *control.Gate
+	alarms *control.Alarms
+	ctlLog *controlLog
 	// held measures the time the member's work is held as a whole (a
 	// silence hold, an open breaker), which the stall watch does not count
 	// (stall_clock.go).

@@ -48,6 +48,10 @@ func (c *Consumer) diagnose(out *Stats) {
 			for _, q := range [][]*work{l.held, l.queue} {
 				for _, w := range q {
 					note(out, want, held{w.p, w.seq}, w.session)
+					if i, ok := want[held{w.p, w.seq}]; ok && l.asleep != awake {
+						out.Partitions[i].HeldWaiting = l.asleep.String()
+						out.Partitions[i].Stalled = false // an operator's choice, not a stall
+					}
 				}
 			}
 			hot = keepHot(hot, ss)

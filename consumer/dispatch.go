@@ -93,7 +93,8 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 		c.log().Error().Str("topic", p.key.topic).Int32("partition", p.key.partition).Int64("offset", recs[0].Offset).
 			Msg("log truncated: offsets were reused (unclean leader election); the reused offsets are handled as new records")
 	}
-	if c.cfg.SessionKey != nil {
+	res := c.cfg.Throttle.Resource
+	if c.cfg.SessionKey != nil || res != nil {
 		c.userMu.Lock()
 		defer c.userMu.Unlock()
 	}
@@ -101,6 +102,9 @@ func (c *Consumer) admit(p *partition, recs []*kgo.Record, hwm int64) []work {
 	for i := range out {
 		w := &out[i]
 		w.session = c.sessionOf(w.rec)
+		if res != nil {
+			w.resource = res(w.rec)
+		}
 		w.lane = laneOf(order, w, p)
 		w.moves = w.moves && order == OrderSession // only a session's order is kept across a growth
 	}

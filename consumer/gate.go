@@ -25,6 +25,8 @@ type pass struct {
 	waited bool // the budget by time starts again after an outage
 	holds  uint64
 	turn   bool // it holds a turn (MaxConcurrency), given back by judged or endTurn
+	slot   bool // it holds a slot of its record's resource (Throttle), likewise
+	res    string
 }
 
 // through holds w's lane while the member's work is held or the breaker
@@ -46,26 +48,38 @@ func (c *Consumer) through(w *work) (ps pass, ok bool) {
 			return pass{}, false
 		}
 		ps.probe, ps.waited = probe, ps.waited || waited
-		if probe != 0 || c.turns == nil {
+		if probe != 0 {
 			break
 		}
-		if !c.turns.takeFor(w) {
+		if w.resource != "" && c.ctl != nil {
+			ps.res = w.resource
+			if ps.slot, ok = c.slotFor(w); !ok {
+				return pass{}, false // fenced, or skipped as stalled, while it waited for a slot
+			}
+		}
+		if c.turns != nil && !c.turns.takeFor(w) {
+			c.endTurn(ps)
 			return pass{}, false // fenced, or skipped as stalled, while it waited for its turn
 		}
-		if c.member.gate() == nil && (c.brk == nil || !c.brk.OpenNow()) {
-			ps.turn = true
+		ps.turn = c.turns != nil
+		if (!ps.slot && !ps.turn) || c.member.gate() == nil && (c.brk == nil || !c.brk.OpenNow()) {
 			break
 		}
-		c.turns.give() // held meanwhile: to the gate again
+		c.endTurn(ps) // held meanwhile: to the gate again
+		ps.slot, ps.turn = false, false
 	}
 	ps.holds = c.member.holds.Load()
 	return ps, true
 }
 
-// endTurn gives back the turn ps holds, once its attempt returned.
+// endTurn gives back the turn and the slot ps holds, once its attempt
+// returned.
 func (c *Consumer) endTurn(ps pass) {
 	if ps.turn {
 		c.turns.give()
+	}
+	if ps.slot {
+		c.ctl.Release(ps.res)
 	}
 }
 

@@ -68,6 +68,7 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 		h.Reasons = append(h.Reasons, parkReasons(st.Partitions, c.cfg.Park.HealthAge)...)
 	}
 	h.Reasons = append(h.Reasons, growthReasons(st.Growing, c.cfg.Growth.HealthAge)...)
+	h.Reasons = append(h.Reasons, c.controlReasons(st, now)...)
 	if r := commitReason(st.Partitions, now); r != "" {
 		h.Reasons = append(h.Reasons, r)
 	}
@@ -83,6 +84,8 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 func (c *Consumer) stallReason(p PartitionStats, held string, now time.Time) string {
 	since := now.Add(-p.WatermarkAge).UTC().Format(time.RFC3339)
 	switch {
+	case p.HeldWaiting != "":
+		return "" // paused or throttled: controlReasons
 	case held != "" && p.HeldAt >= 0 && p.WatermarkAge >= c.cfg.StallTimeout:
 		return fmt.Sprintf("%s/%d held, not stalled, since %s (%v): offset %d, session %q waits while this member's work is held (%s); "+
 			"held time does not count toward StallTimeout (%v of %v counted)",

@@ -36,6 +36,10 @@ import (
 // and wakes a worker: no lane waits with every worker inside a record.
 type laneSet struct {
 	process func(*lane, *work)
+	// admit, when set (per-session control, control.go), decides under
+	// the shard's lock whether a lane's head may be taken now; when not,
+	// the lane sleeps (lane.asleep) and its wake starts it again.
+	admit func(*lane, *work) bool
 	// batch, when set (NewBatch), handles up to maxBatch records at a time
 	// in place of process.
 	batch    func(*lane, []*work)
@@ -194,6 +198,21 @@ func (set *laneSet) drain(l *lane) {
 	}
 }
 
+// wake starts l again after its sleep number seq, unless it was woken
+// since (a wake of an earlier sleep does nothing: a lane is never queued
+// twice).
+func (set *laneSet) wake(l *lane, seq uint64) {
+	s := l.s
+	s.mu.Lock()
+	if l.asleep == awake || l.sleeps != seq {
+		s.mu.Unlock()
+		return
+	}
+	l.asleep = awake
+	s.mu.Unlock()
+	set.startAll([]*lane{l})
+}
+
 // stop makes the workers end once the run queue is empty (the lanes in it
 // still run: their fenced records drop out at once) and ends the parked
 // ones; wg then waits for them. No lane may start afterwards.
@@ -280,6 +299,9 @@ func (s *shard) next(l *lane) *work {
 		return nil
 	}
 	w := l.queue[0]
+	if s.lanesOf.admit != nil && !s.lanesOf.admit(l, w) {
+		return nil // asleep: it stays in the map with its records
+	}
 	l.queue[0] = nil
 	l.queue = l.queue[1:]
 	l.took = w
@@ -301,6 +323,9 @@ func (s *shard) nextN(l *lane, max int) []*work {
 		delete(s.lanes, l.key)
 		s.lanesOf.alive.Add(-1)
 		return nil
+	}
+	if s.lanesOf.admit != nil && !s.lanesOf.admit(l, l.queue[0]) {
+		return nil // asleep, as in next: a rate counts a batch as its head
 	}
 	// One partition per batch: the head's fence then covers every record
 	// of it, so a revoke stops the whole batch and its drain never waits on
@@ -348,6 +373,11 @@ type lane struct {
 	waitLevel int
 	waitPart  *partition
 	older     chan struct{}
+	// asleep says why the lane waits without a worker (control.go):
+	// its session paused or held by a rate; sleeps counts its sleeps, so
+	// that only the wake of the last one starts it. Guarded by s.mu.
+	asleep sleepKind
+	sleeps uint64
 
 	// The attempt under way, for the watchdog: since is its start, a clock
 	// stamp (clock.go), 0 when the lane is between attempts; begin stores it

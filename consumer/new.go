@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/control"
+
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/consumer/internal/hold"
 	"github.com/lanesdev/lanes/tracing"
@@ -46,6 +48,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	}
 	c.h = h
 	c.lanes = newLaneSet(c.process)
+	c.gateLanes()
 	c.makeShards()
 	return c, nil
 }
@@ -58,6 +61,14 @@ func build(cfg Config) (*Consumer, error) {
 	c.flow.drain = c.drainStash
 	c.grow = newGrowth()
 	c.turns = newTurns(cfg.MaxConcurrency)
+	if cfg.Control.Enabled || cfg.Throttle.on() {
+		t := cfg.Throttle
+		c.ctl = control.NewGate(cfg.Group, control.Limit(t.Session), func(res string) control.Limit { return control.Limit(t.limitOf(res)) })
+		c.alarms = control.NewAlarms()
+	}
+	if cfg.Control.Enabled {
+		c.ctlLog = newControlLog(&c.cfg)
+	}
 	c.held = &hold.Clock{}
 	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})
@@ -76,6 +87,13 @@ func build(cfg Config) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer: metrics: %w", err)
 	}
 	return c, nil
+}
+
+// gateLanes puts the control gate before the lanes' heads, when on.
+func (c *Consumer) gateLanes() {
+	if c.ctl != nil {
+		c.lanes.admit = c.admitLane
+	}
 }
 
 func (c *Consumer) makeShards() {

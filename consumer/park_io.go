@@ -188,6 +188,13 @@ func (io *parkIO) entries(ctx context.Context, topic string, part int32, from, t
 // (-1: its start) up to, not including, offset to, in order, to fn: the
 // rebuild keeps what it needs of each, not the records.
 func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to int64, fn func(*kgo.Record)) error {
+	return readRange(ctx, io.cfg, "park-rebuild", topic, part, from, to, fn)
+}
+
+// readRange passes each record of partition (topic, part) from offset
+// from (-1: its start) up to, not including, offset to, in order, to fn,
+// through a reader of its own (what names it in the log).
+func readRange(ctx context.Context, cfg *Config, what, topic string, part int32, from, to int64, fn func(*kgo.Record)) error {
 	if from >= to || to <= 0 {
 		return nil
 	}
@@ -195,9 +202,9 @@ func (io *parkIO) read(ctx context.Context, topic string, part int32, from, to i
 	if from >= 0 {
 		at = kgo.NewOffset().At(from)
 	}
-	cl, err := newReader(io.cfg, "park-rebuild", topic, map[int32]kgo.Offset{part: at})
+	cl, err := newReader(cfg, what, topic, map[int32]kgo.Offset{part: at})
 	if err != nil {
-		return fmt.Errorf("start park reader: %w", err)
+		return fmt.Errorf("start %s reader: %w", what, err)
 	}
 	defer cl.Close()
 	for {

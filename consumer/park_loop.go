@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/control"
 )
 
 // The park loop: it retries due parked heads, picks up release markers and
@@ -35,12 +37,21 @@ func (c *Consumer) parkLoop(ctx context.Context) {
 				c.retryRebuild(ctx, p)
 				p.finishExtra()
 			}
-			for _, lane := range p.parkDue(now) {
+			for _, lane := range p.parkDue(now, c.pausedIn(p.key.topic)) {
 				c.parkLoopQueued.Add(1)
 				c.queueParkRetry(p, lane)
 			}
 		}
 	}
+}
+
+// pausedIn is the park loop's skip for topic: its paused sessions' heads
+// are not due (nil without per-session control).
+func (c *Consumer) pausedIn(topic string) func(string) bool {
+	if c.ctl == nil {
+		return nil
+	}
+	return func(s string) bool { return c.ctl.Paused(control.Key{Topic: topic, Session: s}) }
 }
 
 // queueParkRetry queues a retry of lane's parked head in its lane (the

@@ -126,13 +126,22 @@ func (p *partition) parked(seq uint64, lane string, level int, parkOff, srcOff i
 	p.unlock(p.settleLocked())
 }
 
-func (p *partition) parkDue(now time.Time) []string {
+func (p *partition) parkDue(now time.Time, skip func(string) bool) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pk == nil || p.fenced {
 		return nil
 	}
-	return p.pk.set.Due(now)
+	return p.pk.set.DueExcept(now, skip)
+}
+
+// parkHurry makes session's parked head due at now (it was resumed).
+func (p *partition) parkHurry(session string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pk != nil && !p.fenced {
+		p.pk.set.Hurry(session, now)
+	}
 }
 
 func (p *partition) parkHead(lane string) (parkset.Record, bool) {

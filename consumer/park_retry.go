@@ -27,6 +27,10 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return // fenced: the parked set goes with the assignment
 	}
 	defer p.finishExtra()
+	if c.pausedNow(w) {
+		p.parkAbandon(w.lane) // not due while it is paused (pausedIn); due at once when resumed
+		return
+	}
 	h, ok := p.parkHead(w.lane)
 	if !ok {
 		p.parkAbandon(w.lane)
@@ -56,7 +60,7 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		p.parkRetryLater(w.lane, time.Now()) // not counted: its older records, parked on its old partition, go first
 		return
 	}
-	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane}
+	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane, resource: c.parkedResourceOf(src)}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
 		Attempt: inLane + h.Retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
 	// The breaker holds a parked retry as any attempt: during an outage
@@ -191,6 +195,17 @@ func (c *Consumer) parkedSessionOf(r *kgo.Record) string {
 		defer c.userMu.Unlock()
 	}
 	return strings.Clone(c.sessionOf(r))
+}
+
+// parkedResourceOf is the resource of a parked record about to be
+// retried (Throttle.Resource), computed as admit does.
+func (c *Consumer) parkedResourceOf(r *kgo.Record) string {
+	if c.cfg.Throttle.Resource == nil {
+		return ""
+	}
+	c.userMu.Lock()
+	defer c.userMu.Unlock()
+	return strings.Clone(c.cfg.Throttle.Resource(r))
 }
 
 // parkMark writes a done or hold marker of lane through source offset

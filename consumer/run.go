@@ -67,6 +67,17 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}
 
+	if c.ctlLog != nil {
+		if err := c.controlLoad(ctx); err != nil { // cancelled before it could read the control topic
+			c.closePark()
+			if c.dlq != nil {
+				_ = c.dlq.close(context.Background()) // nothing was written
+			}
+			cl.Close()
+			return nil
+		}
+	}
+
 	// The background loops, and every request they make, end when bgCtx
 	// is cancelled at the start of the shutdown.
 	var bg sync.WaitGroup
@@ -89,6 +100,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if c.park != nil {
 		bg.Add(1)
 		go func() { defer bg.Done(); c.parkLoop(bgCtx) }()
+	}
+	if c.ctl != nil {
+		bg.Add(2)
+		go func() { defer bg.Done(); c.alarms.Run(bgCtx.Done()) }()
+		go func() { defer bg.Done(); c.controlLoop(bgCtx) }()
 	}
 
 	c.poll(pollCtx)

@@ -23,6 +23,9 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 			continue
 		}
 		w, l, attempt := c.holder(p, s.seq)
+		if attempt < 0 {
+			continue // its session is paused or throttled: an operator's choice, not a stall (Health names it)
+		}
 		if s.fresh {
 			c.stats.stalls.Add(1)
 			ev := c.log().Warn().Str("topic", p.key.topic).Int32("partition", p.key.partition).
@@ -61,7 +64,8 @@ func attemptRunning(w *work, l *lane) bool {
 // between attempts in a lane (a retry wait, its dead-letter or park
 // write, a wait for the breaker or a silence hold, before its first
 // attempt too), queued in one, or in a batch under way behind its head.
-// attempt is 0 when it has not started. The sequence number, not the
+// attempt is 0 when it has not started, -1 when it is queued in a lane
+// that sleeps (its session paused or throttled). The sequence number, not the
 // offset, names it: after a log truncation a retired record may share the
 // offset.
 func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
@@ -78,7 +82,11 @@ func (c *Consumer) holder(p *partition, seq uint64) (*work, *lane, int) {
 			}
 			for _, w := range l.queue {
 				if w.p == p && w.seq == seq {
+					asleep := l.asleep != awake
 					s.mu.Unlock()
+					if asleep {
+						return w, nil, -1 // its lane sleeps: paused or throttled (control.go)
+					}
 					return w, nil, 0
 				}
 			}

@@ -85,6 +85,9 @@ type Stats struct {
 	// session parked on its new partition, behind its records parked on an
 	// old one (retried once those are done).
 	MovedParked int64 `json:"moved_parked"`
+	// Control is per-session control's state (Config.Control,
+	// Config.Throttle).
+	Control ControlStats `json:"control"`
 }
 
 // PartitionStats describes one owned partition.
@@ -135,6 +138,11 @@ type PartitionStats struct {
 	// its way to one). WatermarkAge says for how long.
 	HeldAt        int64  `json:"held_at"`
 	HeldBySession string `json:"held_by_session"`
+	// HeldWaiting is "paused" or "throttled" when the record holding the
+	// watermark waits because its session is paused or held by a rate
+	// (Config.Control, Config.Throttle): not a stall, Stalled is false
+	// (https://github.com/lanesdev/lanes/blob/main/docs/control.md).
+	HeldWaiting string `json:"held_waiting,omitempty"`
 	// Draining reports that the partition is being revoked or shut down:
 	// it starts nothing more and waits for its running handlers.
 	Draining bool `json:"draining"`
@@ -162,6 +170,7 @@ type PartitionStats struct {
 }
 
 type counters struct {
+	pausedParked   atomic.Int64
 	movedReleased  atomic.Int64
 	movedParked    atomic.Int64
 	processed      atomic.Int64

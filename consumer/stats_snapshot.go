@@ -60,6 +60,7 @@ func (c *Consumer) Stats() Stats {
 		return a.Partition < b.Partition
 	})
 	c.diagnose(&out)
+	out.Control = c.controlStats()
 	return out
 }
 

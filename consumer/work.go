@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer/internal/control"
+
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,6 +28,11 @@ type work struct {
 	// parkRetry marks a retry of the lane's parked head (park_retry.go),
 	// queued by the park loop; rec is nil then.
 	parkRetry bool
+	// resource is what Throttle.Resource named ("": none); ticket is what
+	// the record was admitted through by the control gate so far
+	// (control.go), both read and written under its shard's lock.
+	resource string
+	ticket   control.Ticket
 
 	// claim is held by whoever finishes the record, its lane or the stall
 	// skipper, while deciding and writing its outcome: one outcome, one

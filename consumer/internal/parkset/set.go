@@ -163,11 +163,15 @@ func (ps *Set) Needs(s []byte, off int64) bool {
 // Due returns the sessions whose head may be retried at now and marks each
 // as retrying: a retry of its head is to be queued in its lane. Held
 // sessions and those with a retry under way are not due.
-func (ps *Set) Due(now time.Time) []string {
+func (ps *Set) Due(now time.Time) []string { return ps.DueExcept(now, nil) }
+
+// DueExcept is Due for the sessions skip does not name (nil: none): a
+// session paused by an operator is not retried, nor marked retrying.
+func (ps *Set) DueExcept(now time.Time, skip func(string) bool) []string {
 	var out []string
 	at := ps.since(now)
 	for s, ss := range ps.sessions {
-		if !ss.retrying && !ss.held && len(ss.recs) > 0 && at >= ss.notBefore {
+		if !ss.retrying && !ss.held && len(ss.recs) > 0 && at >= ss.notBefore && (skip == nil || !skip(s)) {
 			ss.retrying = true
 			out = append(out, s)
 		}
@@ -299,6 +303,15 @@ func (ps *Set) Held(s string, through, parkOff int64) {
 	ss := ps.entry(s)
 	ps.dropThrough(ss, through, parkOff)
 	ss.held, ss.retrying, ss.holdOffset = true, false, parkOff
+}
+
+// Hurry makes s's parked head due at now when it is due later (its
+// session was resumed by an operator after a pause): a held session stays
+// held.
+func (ps *Set) Hurry(s string, now time.Time) {
+	if ss := ps.sessions[s]; ss != nil && !ss.held {
+		ss.notBefore = min(ss.notBefore, ps.since(now))
+	}
 }
 
 // Release lets a held session be retried again at once (an operator's

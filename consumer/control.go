@@ -1,0 +1,150 @@
+package consumer
+
+import (
+	"time"
+
+	"github.com/lanesdev/lanes/consumer/internal/control"
+)
+
+// Per-session control at the lanes
+// (https://github.com/lanesdev/lanes/blob/main/docs/control.md): before a
+// lane's head is taken, the control gate (internal/control) says whether it
+// may start. A paused session's lane, or one a rate holds, sleeps: it stays
+// in its shard with its records, holds no worker, and is started again by
+// its wake (the session resumed, or its alarm). With parking on, a paused
+// session's records are parked instead (process), so its partition moves
+// on; its parked retries wait while it is paused (park_loop.go).
+
+// sleepKind says why a lane sleeps.
+type sleepKind uint8
+
+const (
+	awake sleepKind = iota
+	sleepPaused
+	sleepRated
+)
+
+func (k sleepKind) String() string {
+	switch k {
+	case sleepPaused:
+		return "paused"
+	case sleepRated:
+		return "throttled"
+	}
+	return ""
+}
+
+// controlKey is the control gate's key of w's session: its lane for a
+// parked retry, which carries no record.
+func controlKey(w *work) control.Key {
+	s := w.session
+	if w.parkRetry {
+		s = w.lane
+	}
+	return control.Key{Topic: w.p.key.topic, Session: s}
+}
+
+// admitLane decides, under l's shard lock, whether l's head w may be taken
+// now; when not, l sleeps and its wake is left with the gate (paused) or
+// the alarms (a rate).
+func (c *Consumer) admitLane(l *lane, w *work) bool {
+	l.asleep = awake
+	select {
+	case <-w.p.fence:
+		return true // it drops out at its start
+	default:
+	}
+	k := controlKey(w)
+	if c.park != nil && c.ctl.Paused(k) {
+		return true // parked by process, or its parked retry waits (retryParked)
+	}
+	l.sleeps++
+	seq := l.sleeps
+	wake := func() { c.lanes.wake(l, seq) }
+	v := c.ctl.Admit(k, w.resource, &w.ticket, time.Now(), l, wake)
+	switch {
+	case v.Go:
+		return true
+	case v.Paused:
+		l.asleep = sleepPaused
+	default:
+		l.asleep = sleepRated
+		c.alarms.At(v.Until, wake)
+	}
+	return false
+}
+
+// pausedNow reports whether w's session is paused (false without control).
+func (c *Consumer) pausedNow(w *work) bool {
+	return c.ctl != nil && c.ctl.Paused(controlKey(w))
+}
+
+// parkPaused parks w, whose session is paused, so that its partition
+// moves on; its later records follow it (forwardParked) and its retry
+// waits until it is resumed. It reports whether the record is done here.
+func (c *Consumer) parkPaused(w *work) bool {
+	now := time.Now()
+	c.stats.pausedParked.Add(1)
+	return c.parkOut(w, nil, 0, now, now, "paused: its session was paused by an operator (lanes session resume)")
+}
+
+// wakeFenced wakes the sleeping lanes whose head belongs to a fenced
+// partition: its records drop out (the next owner reads them), instead of
+// waiting in memory for the session's resume.
+func (c *Consumer) wakeFenced() {
+	var ls []*lane
+	var seqs []uint64
+	for _, s := range c.shards {
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			if l.asleep == awake || len(l.queue) == 0 {
+				continue
+			}
+			select {
+			case <-l.queue[0].p.fence:
+				ls, seqs = append(ls, l), append(seqs, l.sleeps)
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+	for i, l := range ls {
+		c.lanes.wake(l, seqs[i])
+	}
+}
+
+// resumed acts on sessions resumed: their waiting lanes wake, and, with
+// parking on, their parked heads are due at once.
+func (c *Consumer) resumed(wakes []func(), keys []control.Key) {
+	for _, w := range wakes {
+		w()
+	}
+	if c.park == nil {
+		return
+	}
+	now := time.Now()
+	for _, k := range keys {
+		for _, p := range c.own.all() {
+			if p.key.topic == k.Topic {
+				p.parkHurry(k.Session, now)
+			}
+		}
+	}
+}
+
+// asleepCounts is how many lanes sleep, paused and held by a rate.
+func (c *Consumer) asleepCounts() (paused, rated int) {
+	for _, s := range c.shards {
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			switch l.asleep {
+			case sleepPaused:
+				paused++
+			case sleepRated:
+				rated++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return paused, rated
+}

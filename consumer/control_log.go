@@ -1,0 +1,207 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/control"
+)
+
+// The control topic as a member reads it: loaded to its end before the
+// first poll (a restarted member knows every pause before it handles a
+// record), then read again every Control.Interval, each entry of the
+// member's group applied to the gate in log order.
+
+// controlLog is where the member is in the control topic. It is used by
+// Run (the load) and then by the control loop only.
+type controlLog struct {
+	cfg   *Config
+	topic string
+	id    kadm.TopicID // the incarnation read; a topic made again starts over
+	next  int64        // the next offset to read
+	kick  chan struct{}
+}
+
+func newControlLog(cfg *Config) *controlLog {
+	return &controlLog{cfg: cfg, topic: cfg.Control.Topic, kick: make(chan struct{}, 1)}
+}
+
+// errControlMissing: the control topic does not exist (yet): nothing is
+// paused or limited.
+var errControlMissing = errors.New("control topic missing")
+
+// end is the control topic's incarnation and end offset.
+func (cl *controlLog) end(ctx context.Context, adm *kadm.Client) (kadm.TopicID, int64, error) {
+	td, err := adm.ListTopics(ctx, cl.topic)
+	if err != nil {
+		return kadm.TopicID{}, 0, err
+	}
+	t, ok := td[cl.topic]
+	if !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+		return kadm.TopicID{}, 0, errControlMissing
+	}
+	if t.Err != nil {
+		return kadm.TopicID{}, 0, t.Err
+	}
+	ends, err := adm.ListEndOffsets(ctx, cl.topic)
+	if err != nil {
+		return kadm.TopicID{}, 0, err
+	}
+	o, ok := ends.Lookup(cl.topic, 0)
+	if !ok {
+		return kadm.TopicID{}, 0, fmt.Errorf("control topic %s: no partition 0", cl.topic)
+	}
+	if o.Err != nil {
+		return kadm.TopicID{}, 0, o.Err
+	}
+	return t.ID, o.Offset, nil
+}
+
+// controlRead reads the control topic's entries written since the last
+// read and applies those of this group. A topic made again (another
+// incarnation) is read from its start, every earlier setting dropped.
+func (c *Consumer) controlRead(ctx context.Context, adm *kadm.Client) error {
+	cl := c.ctlLog
+	id, end, err := cl.end(ctx, adm)
+	if errors.Is(err, errControlMissing) {
+		if cl.next > 0 || cl.id != (kadm.TopicID{}) {
+			c.controlReset("the control topic was deleted")
+		}
+		cl.id, cl.next = kadm.TopicID{}, 0
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("control topic %s: %w", cl.topic, err)
+	}
+	if cl.id != id && cl.id != (kadm.TopicID{}) || end < cl.next {
+		c.controlReset("the control topic was made again")
+		cl.next = 0
+	}
+	cl.id = id
+	if end <= cl.next {
+		return nil
+	}
+	var resumed []control.Key
+	var wakes []func()
+	err = readRange(ctx, &c.cfg, "control", cl.topic, 0, cl.next, end, func(r *kgo.Record) {
+		cl.next = r.Offset + 1
+		group, k, s, err := control.Decode(r.Key, r.Value)
+		if err != nil {
+			c.log().Warn().Err(err).Str("control_topic", cl.topic).Int64("offset", r.Offset).
+				Msg("control: entry skipped: not written by lanes session (or another version); write control entries with lanes session or PauseSession")
+			return
+		}
+		if group != c.cfg.Group {
+			return
+		}
+		was, _ := c.ctl.Setting(k)
+		ws := c.ctl.Apply(k, s, time.Now())
+		wakes = append(wakes, ws...)
+		if was.Paused && !s.Paused {
+			resumed = append(resumed, k)
+		}
+		c.logSetting(k, was, s)
+	})
+	c.resumed(wakes, resumed)
+	if err != nil {
+		return fmt.Errorf("control topic %s: %w", cl.topic, err)
+	}
+	cl.next = end
+	return nil
+}
+
+// controlReset drops every setting (why says what happened to the topic):
+// paused sessions resume.
+func (c *Consumer) controlReset(why string) {
+	var keys []control.Key
+	var wakes []func()
+	for _, s := range c.ctl.Snapshot() {
+		if s.Paused {
+			keys = append(keys, s.Key)
+		}
+		wakes = append(wakes, c.ctl.Apply(s.Key, control.Setting{}, time.Now())...)
+	}
+	if len(keys) > 0 {
+		c.log().Warn().Str("control_topic", c.cfg.Control.Topic).Int("resumed", len(keys)).
+			Msg("control: " + why + ": every setting read from it is dropped and paused sessions resume; pause them again with lanes session pause")
+	}
+	c.resumed(wakes, keys)
+}
+
+// logSetting logs a change of k's setting read from the control topic.
+func (c *Consumer) logSetting(k control.Key, was, now control.Setting) {
+	ev := c.log().Info().Str("topic", k.Topic).Str("session", k.Session).Str("by", now.By).Str("reason", now.Reason)
+	switch {
+	case now.Paused && !was.Paused:
+		ev.Msg("control: session paused: its records wait (or, with parking on, are parked) until lanes session resume")
+	case was.Paused && !now.Paused:
+		ev.Msg("control: session resumed")
+	case now.Rate != was.Rate || now.Burst != was.Burst:
+		ev.Float64("rate", now.Rate).Int("burst", max(now.Burst, 1)).Msg("control: session limit set (rate 0: none)")
+	}
+}
+
+// controlLoad reads the control topic to its end before the first poll,
+// trying again until it succeeds or ctx ends: a member that handled
+// records before it knew the pauses would break them.
+func (c *Consumer) controlLoad(ctx context.Context) error {
+	adm := kadm.NewClient(c.client)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+		err := c.controlRead(rctx, adm)
+		cancel()
+		if err == nil {
+			n := len(c.ctl.Snapshot())
+			c.log().Debug().Str("control_topic", c.cfg.Control.Topic).Int("settings", n).Msg("control: loaded")
+			return nil
+		}
+		c.log().Warn().Err(err).Stringer("retry_in", wait).
+			Msg("control: cannot read the control topic before the first poll; trying again (no record is handled meanwhile): check the brokers and the member's read access to it")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// controlLoop, with per-session control or throttling on, reads the
+// control topic every Control.Interval (at once when kicked), forgets
+// idle rate buckets, and wakes sleeping lanes of fenced partitions, until
+// ctx ends.
+func (c *Consumer) controlLoop(ctx context.Context) {
+	every := time.Second
+	if c.ctlLog != nil {
+		every = c.cfg.Control.Interval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var kick chan struct{}
+	if c.ctlLog != nil {
+		kick = c.ctlLog.kick
+	}
+	adm := kadm.NewClient(c.client)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+		if c.ctlLog != nil {
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+			if err := c.controlRead(rctx, adm); err != nil && ctx.Err() == nil {
+				c.log().Debug().Err(err).Msg("control: cannot read the control topic; trying again at the next interval")
+			}
+			cancel()
+		}
+		c.ctl.Tidy(time.Now())
+		c.wakeFenced()
+	}
+}

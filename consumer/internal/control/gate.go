@@ -1,0 +1,321 @@
+package control
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+)
+
+// Limit bounds a session or a resource: Rate records per second, with
+// bursts of Burst (at least 1), and, for a resource, Concurrency records
+// in progress at once. A zero field bounds nothing.
+type Limit struct {
+	Rate        float64
+	Burst       int
+	Concurrency int
+}
+
+// limiter is the token bucket of l, nil when l has no rate.
+func (l Limit) limiter(now time.Time) *rate.Limiter {
+	if l.Rate <= 0 {
+		return nil
+	}
+	lim := rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
+	lim.SetLimitAt(now, rate.Limit(l.Rate)) // its bucket starts full at now, not at the zero time
+	return lim
+}
+
+// Ticket is what a record has been admitted through so far, kept with it
+// across its lane's waits: a rate's token is taken once.
+type Ticket struct {
+	SessionRated, ResourceRated bool
+	// NotBefore is when the last token taken is due: a lane woken early
+	// (a wake of an earlier wait) is told to wait again.
+	NotBefore time.Time
+}
+
+// Verdict is Admit's answer for a record.
+type Verdict struct {
+	Go     bool      // it may start now
+	Paused bool      // its session is paused: the wake given is kept until it is resumed
+	Until  time.Time // rate-limited: ask again then
+}
+
+// Gate is the control state of one group's sessions on one member: the
+// settings read from the control topic, the rate limiters of sessions and
+// resources, and the wakes of paused sessions' lanes.
+type Gate struct {
+	group    string
+	session  Limit              // every session's limit, unless a setting names its own
+	resource func(string) Limit // a resource's limit, asked once per resource
+
+	mu       sync.Mutex
+	settings map[Key]Setting
+	limits   map[Key]*rate.Limiter // sessions with a rate
+	sleepers map[Key]map[any]func()
+	res      map[string]*resource
+}
+
+type resource struct {
+	lim   *rate.Limiter       // nil: no rate
+	slots *semaphore.Weighted // nil: no concurrency limit
+	users int                 // records holding or waiting for a slot
+}
+
+// NewGate is the gate of group, with session the limit of every session
+// (a setting's rate replaces it) and limitOf the limit of each resource
+// (nil: none).
+func NewGate(group string, session Limit, limitOf func(string) Limit) *Gate {
+	return &Gate{group: group, session: session, resource: limitOf,
+		settings: map[Key]Setting{}, limits: map[Key]*rate.Limiter{}, sleepers: map[Key]map[any]func(){}, res: map[string]*resource{}}
+}
+
+// Group is the group whose entries the gate takes.
+func (g *Gate) Group() string { return g.group }
+
+// Apply takes one entry of the control topic, in log order: s is the
+// session's setting from now on (empty: none). It returns the wakes of the
+// lanes that waited for the session while it was paused and now is not,
+// for the caller to call.
+func (g *Gate) Apply(k Key, s Setting, now time.Time) (wakes []func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.Empty() {
+		delete(g.settings, k)
+	} else {
+		g.settings[k] = s
+	}
+	switch {
+	case s.Rate > 0:
+		l := Limit{Rate: s.Rate, Burst: s.Burst}
+		if lim := g.limits[k]; lim != nil {
+			lim.SetLimitAt(now, rate.Limit(l.Rate))
+			lim.SetBurstAt(now, max(l.Burst, 1))
+		} else {
+			g.limits[k] = l.limiter(now)
+		}
+	default:
+		delete(g.limits, k) // the default limit, if any, starts again full
+	}
+	if !s.Paused {
+		for _, w := range g.sleepers[k] {
+			wakes = append(wakes, w)
+		}
+		delete(g.sleepers, k)
+	}
+	return wakes
+}
+
+// Setting returns k's setting, if any.
+func (g *Gate) Setting(k Key) (Setting, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.settings[k]
+	return s, ok
+}
+
+// Paused reports whether k is paused.
+func (g *Gate) Paused(k Key) bool {
+	s, _ := g.Setting(k)
+	return s.Paused
+}
+
+// Admit decides whether a record of session k, using resource res ("":
+// none), may start at now; t is what it has been admitted through before.
+// When k is paused, wake is kept (under id: one per waiter) and called
+// once it is resumed. When a rate holds it, its token is taken (the record
+// is next) and Until says when it may start.
+func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake func()) Verdict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.settings[k].Paused {
+		ws := g.sleepers[k]
+		if ws == nil {
+			ws = map[any]func(){}
+			g.sleepers[k.clone()] = ws
+		}
+		ws[id] = wake
+		return Verdict{Paused: true}
+	}
+	if now.Before(t.NotBefore) {
+		return Verdict{Until: t.NotBefore}
+	}
+	if !t.SessionRated {
+		t.SessionRated = true
+		if d := reserve(g.sessionLimiter(k, now), now); d > 0 {
+			t.NotBefore = now.Add(d)
+			return Verdict{Until: t.NotBefore}
+		}
+	}
+	if res != "" && !t.ResourceRated {
+		t.ResourceRated = true
+		if d := reserve(g.resourceOf(res, now).lim, now); d > 0 {
+			t.NotBefore = now.Add(d)
+			return Verdict{Until: t.NotBefore}
+		}
+	}
+	return Verdict{Go: true}
+}
+
+// reserve takes a token of lim at now and returns how long until it is
+// due (0: now, or no limit).
+func reserve(lim *rate.Limiter, now time.Time) time.Duration {
+	if lim == nil {
+		return 0
+	}
+	r := lim.ReserveN(now, 1)
+	if !r.OK() {
+		return math.MaxInt64 // not reached: every burst is at least 1
+	}
+	return r.DelayFrom(now)
+}
+
+// sessionLimiter is k's token bucket: its setting's, else one of the
+// default limit, made on first use. g.mu held.
+func (g *Gate) sessionLimiter(k Key, now time.Time) *rate.Limiter {
+	if lim := g.limits[k]; lim != nil {
+		return lim
+	}
+	if g.session.Rate <= 0 {
+		return nil
+	}
+	lim := g.session.limiter(now)
+	g.limits[k.clone()] = lim
+	return lim
+}
+
+// clone is k with strings of its own: a session may point into a
+// fetched record.
+func (k Key) clone() Key { return Key{Topic: strings.Clone(k.Topic), Session: strings.Clone(k.Session)} }
+
+// resourceOf is res's state, made on first use. g.mu held.
+func (g *Gate) resourceOf(res string, now time.Time) *resource {
+	r := g.res[res]
+	if r == nil {
+		var l Limit
+		if g.resource != nil {
+			l = g.resource(res)
+		}
+		r = &resource{lim: l.limiter(now)}
+		if l.Concurrency > 0 {
+			r.slots = semaphore.NewWeighted(int64(l.Concurrency))
+		}
+		g.res[res] = r
+	}
+	return r
+}
+
+// Forget drops the wake kept under id for k (its lane no longer waits).
+func (g *Gate) Forget(k Key, id any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ws := g.sleepers[k]; ws != nil {
+		delete(ws, id)
+		if len(ws) == 0 {
+			delete(g.sleepers, k)
+		}
+	}
+}
+
+// Slot waits, until ctx ends, for one of res's concurrency slots, first
+// come first served; the caller gives it back with Release. A resource
+// without a concurrency limit needs none: held is false, err nil.
+func (g *Gate) Slot(ctx context.Context, res string, now time.Time) (held bool, err error) {
+	g.mu.Lock()
+	r := g.resourceOf(res, now)
+	if r.slots == nil {
+		g.mu.Unlock()
+		return false, nil
+	}
+	r.users++
+	g.mu.Unlock()
+	if err := r.slots.Acquire(ctx, 1); err != nil {
+		g.mu.Lock()
+		r.users--
+		g.mu.Unlock()
+		return false, err
+	}
+	return true, nil
+}
+
+// TrySlot takes one of res's concurrency slots if one is free: ok is
+// true when it did (held) or res needs none (held false), false when the
+// caller must wait for one (Slot).
+func (g *Gate) TrySlot(res string, now time.Time) (held, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.resourceOf(res, now)
+	switch {
+	case r.slots == nil:
+		return false, true
+	case r.slots.TryAcquire(1):
+		r.users++
+		return true, true
+	}
+	return false, false
+}
+
+// Release gives back a slot of res that Slot returned held.
+func (g *Gate) Release(res string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.res[res]; r != nil && r.slots != nil {
+		r.slots.Release(1)
+		r.users--
+	}
+}
+
+// Tidy forgets, at now, what costs memory and holds nothing: the default
+// limit's buckets of sessions that are full again, and resources with a
+// full bucket and no slot held or waited for. The next record of each
+// starts a fresh one, as full as the one forgotten.
+func (g *Gate) Tidy(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, lim := range g.limits {
+		if s := g.settings[k]; s.Rate == 0 && full(lim, now) { // a default bucket
+			delete(g.limits, k)
+		}
+	}
+	for name, r := range g.res {
+		if r.users == 0 && (r.lim == nil || full(r.lim, now)) {
+			delete(g.res, name)
+		}
+	}
+}
+
+func full(lim *rate.Limiter, now time.Time) bool {
+	return lim.TokensAt(now) >= float64(lim.Burst())
+}
+
+// Snapshot is every setting in force and how many lanes wait for each
+// paused session, for Stats.
+type Snapshot struct {
+	Key
+	Setting
+	Waiting int
+}
+
+// Snapshot returns the settings in force.
+func (g *Gate) Snapshot() []Snapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Snapshot, 0, len(g.settings))
+	for k, s := range g.settings {
+		out = append(out, Snapshot{Key: k, Setting: s, Waiting: len(g.sleepers[k])})
+	}
+	return out
+}
+
+// Sizes is what the gate holds, for its memory bound: settings, session
+// buckets, resources.
+func (g *Gate) Sizes() (settings, buckets, resources int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.settings), len(g.limits), len(g.res)
+}
