@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,7 +84,8 @@ var ErrNotPaused = errors.New("consumer: session not paused")
 // when it is missing.
 func PauseSession(ctx context.Context, ct ControlTarget, topic, session, reason string) (ControlledSession, error) {
 	return changeSetting(ctx, ct, topic, session, func(s *control.Setting) error {
-		s.Paused, s.Reason = true, reason
+		s.Paused = true
+		s.Reason = cmp.Or(reason, s.Reason)
 		return nil
 	})
 }
@@ -114,7 +116,8 @@ func LimitSession(ctx context.Context, ct ControlTarget, topic, session string, 
 		return ControlledSession{}, fmt.Errorf("%w: concurrency: a session runs one record at a time; limit resources with Throttle", ErrConfig)
 	}
 	return changeSetting(ctx, ct, topic, session, func(s *control.Setting) error {
-		s.Rate, s.Burst, s.Reason = l.Rate, l.Burst, reason
+		s.Rate, s.Burst = l.Rate, l.Burst
+		s.Reason = cmp.Or(reason, s.Reason)
 		return nil
 	})
 }

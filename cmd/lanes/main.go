@@ -10,6 +10,7 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/park"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/session"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/topics"
 )
 
@@ -25,6 +26,7 @@ var help = cli.Help{
 		{Name: "topics", About: "create or check a consumer's dead-letter and park topics"},
 		{Name: "dlq", About: "list or re-send dead-lettered records"},
 		{Name: "park", About: "list the parked sessions of a group, or release a held one"},
+		{Name: "session", About: "pause, resume or rate-limit one session of a group; list those controlled"},
 		{Name: "version", About: "print the lanes version and the Go version that built it"},
 	},
 	Docs: "README.md",
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dlq.Run(ctx, args[1:], stdout, stderr)
 	case "park":
 		return park.Run(ctx, args[1:], stdout, stderr)
+	case "session":
+		return session.Run(ctx, args[1:], stdout, stderr)
 	case "topics":
 		return topics.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

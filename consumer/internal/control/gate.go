@@ -37,6 +37,21 @@ type Ticket struct {
 	// NotBefore is when the last token taken is due: a lane woken early
 	// (a wake of an earlier wait) is told to wait again.
 	NotBefore time.Time
+	// the tokens taken, given back when the session is paused before its
+	// record ran: it takes them again, at their rate, once resumed
+	sess, res       *rate.Reservation
+	sessLim, resLim *rate.Limiter // the buckets they came from
+}
+
+// cancel gives back the tokens t took at now, for its record to take
+// them again later.
+func (t *Ticket) cancel(now time.Time) {
+	for _, r := range []*rate.Reservation{t.sess, t.res} {
+		if r != nil {
+			r.CancelAt(now)
+		}
+	}
+	*t = Ticket{}
 }
 
 // Verdict is Admit's answer for a record.
@@ -85,22 +100,23 @@ func (g *Gate) Group() string { return g.group }
 func (g *Gate) Apply(k Key, s Setting, now time.Time) (wakes []func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	was := g.settings[k]
 	if s.Empty() {
 		delete(g.settings, k)
 	} else {
-		g.settings[k] = s
+		g.settings[k.clone()] = s
 	}
 	switch {
-	case s.Rate > 0:
-		l := Limit{Rate: s.Rate, Burst: s.Burst}
-		if lim := g.limits[k]; lim != nil {
-			lim.SetLimitAt(now, rate.Limit(l.Rate))
-			lim.SetBurstAt(now, max(l.Burst, 1))
-		} else {
-			g.limits[k] = l.limiter(now)
-		}
-	default:
-		delete(g.limits, k) // the default limit, if any, starts again full
+	case s.Rate > 0 && (s.Rate != was.Rate || s.Burst != was.Burst || g.limits[k] == nil):
+		// A new bucket, empty: the new limit holds from now, with no
+		// tokens carried over from the old one (records waiting for one
+		// take it again from this bucket).
+		lim := Limit{Rate: s.Rate, Burst: s.Burst}.limiter(now)
+		lim.ReserveN(now, lim.Burst())
+		g.limits[k.clone()] = lim
+	case s.Rate > 0: // unchanged
+	case was.Rate > 0:
+		delete(g.limits, k) // its own limit ends: the default, if any, starts full
 	}
 	if !s.Paused {
 		for _, w := range g.sleepers[k] {
@@ -140,21 +156,32 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 			g.sleepers[k.clone()] = ws
 		}
 		ws[id] = wake
+		t.cancel(now) // a token taken before the pause would let it run at once after, with the next behind it
 		return Verdict{Paused: true}
+	}
+	sl := g.sessionLimiter(k, now)
+	var rl *rate.Limiter
+	if res != "" {
+		rl = g.resourceOf(res, now).lim
+	}
+	if t.SessionRated && t.sessLim != sl || t.ResourceRated && t.resLim != rl {
+		t.cancel(now) // its limit changed meanwhile: the new one decides
 	}
 	if now.Before(t.NotBefore) {
 		return Verdict{Until: t.NotBefore}
 	}
 	if !t.SessionRated {
-		t.SessionRated = true
-		if d := reserve(g.sessionLimiter(k, now), now); d > 0 {
+		t.SessionRated, t.sessLim = true, sl
+		var d time.Duration
+		if t.sess, d = reserve(sl, now); d > 0 {
 			t.NotBefore = now.Add(d)
 			return Verdict{Until: t.NotBefore}
 		}
 	}
 	if res != "" && !t.ResourceRated {
-		t.ResourceRated = true
-		if d := reserve(g.resourceOf(res, now).lim, now); d > 0 {
+		t.ResourceRated, t.resLim = true, rl
+		var d time.Duration
+		if t.res, d = reserve(rl, now); d > 0 {
 			t.NotBefore = now.Add(d)
 			return Verdict{Until: t.NotBefore}
 		}
@@ -162,17 +189,17 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 	return Verdict{Go: true}
 }
 
-// reserve takes a token of lim at now and returns how long until it is
-// due (0: now, or no limit).
-func reserve(lim *rate.Limiter, now time.Time) time.Duration {
+// reserve takes a token of lim at now and returns it and how long until
+// it is due (0: now, or no limit).
+func reserve(lim *rate.Limiter, now time.Time) (*rate.Reservation, time.Duration) {
 	if lim == nil {
-		return 0
+		return nil, 0
 	}
 	r := lim.ReserveN(now, 1)
 	if !r.OK() {
-		return math.MaxInt64 // not reached: every burst is at least 1
+		return nil, math.MaxInt64 // not reached: every burst is at least 1
 	}
-	return r.DelayFrom(now)
+	return r, r.DelayFrom(now)
 }
 
 // sessionLimiter is k's token bucket: its setting's, else one of the
@@ -191,7 +218,9 @@ func (g *Gate) sessionLimiter(k Key, now time.Time) *rate.Limiter {
 
 // clone is k with strings of its own: a session may point into a
 // fetched record.
-func (k Key) clone() Key { return Key{Topic: strings.Clone(k.Topic), Session: strings.Clone(k.Session)} }
+func (k Key) clone() Key {
+	return Key{Topic: strings.Clone(k.Topic), Session: strings.Clone(k.Session)}
+}
 
 // resourceOf is res's state, made on first use. g.mu held.
 func (g *Gate) resourceOf(res string, now time.Time) *resource {
