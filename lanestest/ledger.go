@@ -154,3 +154,12 @@ func (l *Ledger) snapshot() (calls []Call, sent map[string]msgKey, dlq map[strin
 	}
 	return append([]Call(nil), l.calls...), sent, dlq
 }
+
+// Calls returns a copy of every handler call recorded so far, in the order
+// they were recorded (their Start and End say when each ran): what a
+// scenario measures beyond Report, such as a session's rate.
+func (l *Ledger) Calls() []Call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Call(nil), l.calls...)
+}
