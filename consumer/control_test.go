@@ -302,3 +302,30 @@ func TestControlRefusesBadConfig(t *testing.T) {
 		t.Errorf("LimitSession with a negative rate: %v", err)
 	}
 }
+
+// TestCreateTopicsControl: CreateTopics makes the control topic (one
+// partition, compacted) when Control is on, and CheckTopics names one
+// that is neither.
+func TestCreateTopicsControl(t *testing.T) {
+	e := newEnv(t, 2, "chats", "dlq")
+	cfg := e.config("g-topics", "chats")
+	cfg.Control = ControlPolicy{Enabled: true}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rs, err := CreateTopics(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rs, func(r TopicResult) bool { return r.Kind == TopicControl })
+	if i < 0 || rs[i].Topic != DefaultControlTopic || rs[i].State != TopicCreated || rs[i].Partitions != 1 {
+		t.Fatalf("CreateTopics: %+v; want the control topic %s created with 1 partition", rs, DefaultControlTopic)
+	}
+	if rs, err = CheckTopics(ctx, cfg); err != nil {
+		t.Fatalf("CheckTopics after CreateTopics: %v (%+v)", err, rs)
+	}
+	cfg.Control.Topic = "chats" // two partitions, not compacted
+	rs, err = CheckTopics(ctx, cfg)
+	if !errors.Is(err, ErrTopicUnfit) || !strings.Contains(err.Error(), "control topic chats") || !strings.Contains(err.Error(), "needs exactly 1") {
+		t.Fatalf("CheckTopics with a 2-partition control topic: %v", err)
+	}
+}

@@ -16,6 +16,9 @@ const (
 	TopicDeadLetter TopicKind = "dead-letter"
 	// TopicPark is the park topic of a consumed topic (Config.Park).
 	TopicPark TopicKind = "park"
+	// TopicControl is the control topic (Config.Control): one partition,
+	// compacted.
+	TopicControl TopicKind = "control"
 )
 
 // TopicState is what [CreateTopics] or [CheckTopics] found, or did, for a
@@ -88,6 +91,8 @@ func (r TopicResult) label() string {
 		return fmt.Sprintf("park topic %s (of %s)", r.Topic, r.Source)
 	case TopicDeadLetter:
 		return "dead-letter topic " + r.Topic
+	case TopicControl:
+		return "control topic " + r.Topic
 	}
 	return "consumed topic " + r.Topic
 }

@@ -80,6 +80,9 @@ func (t *topicRun) run(ctx context.Context) ([]TopicResult, error) {
 			withPolicy = append(withPolicy, park.topic(s))
 		}
 	}
+	if t.cfg.Control.Enabled {
+		withPolicy = append(withPolicy, t.cfg.Control.Topic)
+	}
 	have, err := t.describe(ctx, append(names, withPolicy...), withPolicy)
 	if err != nil {
 		return nil, err
@@ -122,6 +125,14 @@ func (t *topicRun) run(ctx context.Context) ([]TopicResult, error) {
 			}
 			out = append(out, r)
 		}
+	}
+	if c := t.cfg.Control.Topic; t.cfg.Control.Enabled {
+		compact := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+		r, err := t.ensure(ctx, TopicResult{Topic: c, Kind: TopicControl}, have[c], 1, compact, t.checkControl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
 	var errs []error
 	for _, r := range out {
@@ -279,6 +290,9 @@ func (t *topicRun) advice(r TopicResult, partitions int32) string {
 	case r.Kind == TopicPark && partitions == 0:
 		return fmt.Sprintf("it needs the partition count of %s, which is missing: create %s first", r.Source, r.Source)
 	}
+	if r.Kind == TopicControl {
+		return "create it with 1 partition and cleanup.policy=compact (lanes topics create and lanes session pause do; a member finds nothing paused meanwhile)"
+	}
 	n := partitionsText(partitions)
 	if r.Kind == TopicPark {
 		n += ", as " + r.Source + " has,"
@@ -291,6 +305,25 @@ func (t *topicRun) checkDeadLetter(r *TopicResult, info topicInfo) {
 	if strings.Contains(info.policy, "compact") {
 		r.State, r.Err = TopicWrong, &topicError{ErrTopicUnfit, fmt.Sprintf("%s: compacted (cleanup.policy=%s): compaction keeps only the last dead letter of each key; %s",
 			r.label(), info.policy, setDelete(r.Topic))}
+	}
+}
+
+// checkControl checks an existing control topic: one partition (its
+// entries are read in one order), compacted (a session's last setting is
+// what counts; a deleted one would lose pauses to retention).
+func (t *topicRun) checkControl(r *TopicResult, info topicInfo) {
+	r.CleanupPolicy = info.policy
+	var wrong []string
+	if info.partitions != 1 {
+		wrong = append(wrong, fmt.Sprintf("has %s: the control topic needs exactly 1; once no session is paused (lanes session list), delete %s and run lanes topics create again",
+			partitionsText(info.partitions), r.Topic))
+	}
+	if !strings.Contains(info.policy, "compact") {
+		wrong = append(wrong, fmt.Sprintf("not compacted (cleanup.policy=%s): retention would drop a session's pause; kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
+			info.policy, r.Topic))
+	}
+	if len(wrong) > 0 {
+		r.State, r.Err = TopicWrong, &topicError{ErrTopicUnfit, r.label() + ": " + strings.Join(wrong, "; and ")}
 	}
 }
 

@@ -21,7 +21,7 @@ var (
 		Name: "topics",
 		Args: "<command> [flags]",
 		About: "Creates, or checks, the topics a lanes consumer with the given settings needs besides those it " +
-			"consumes: its dead-letter topic and, with --park, the park topic of each consumed topic. One line " +
+			"consumes: its dead-letter topic and, with --park, the park topic of each consumed topic, and with --control, the control topic. One line " +
 			"per topic: ok, created, would create (--dry-run), missing, or wrong with what is wrong and how to " +
 			"fix it. The command fails when a topic is missing or wrong.",
 		Commands: []cli.Command{
@@ -105,6 +105,8 @@ func run(ctx context.Context, cmd string, args []string, stdout io.Writer) error
 	dlq := fs.String("dlq", "", "the dead-letter topic, `DLQ` (Config.DeadLetterTopic); none without it (a consumer with Retry.Forever)")
 	park := fs.Bool("park", false, "parking is on (Config.Park.Enabled): each consumed topic needs its park topic")
 	suffix := fs.String("park-suffix", consumer.DefaultParkTopicSuffix, "the park topic `SUFFIX` (Config.Park.TopicSuffix); with --park")
+	ctl := fs.Bool("control", false, "per-session control is on (Config.Control.Enabled): the group needs the control topic (one partition, compacted)")
+	ctlTopic := fs.String("control-topic", consumer.DefaultControlTopic, "the control `TOPIC` (Config.Control.Topic); with --control")
 	dlqParts := fs.Int("dlq-partitions", 0, "partitions of the dead-letter topic when created (0: as many as the largest consumed topic)")
 	timeout := fs.Duration("timeout", DefaultTimeout, "give up when the brokers have not answered within this long")
 	var partitions, replication *int
@@ -132,6 +134,8 @@ func run(ctx context.Context, cmd string, args []string, stdout io.Writer) error
 		return errors.New("--park-suffix needs --park")
 	case *park && *suffix == "":
 		return errors.New("--park-suffix: empty: a park topic needs a name of its own")
+	case set["control-topic"] && !*ctl:
+		return errors.New("--control-topic needs --control")
 	case *dlqParts < 0:
 		return fmt.Errorf("--dlq-partitions %d: want 1 or more (0: as many as the largest consumed topic)", *dlqParts)
 	case set["dlq-partitions"] && *dlq == "":
@@ -157,6 +161,9 @@ func run(ctx context.Context, cmd string, args []string, stdout io.Writer) error
 	}
 	if *park { // a policy with values but off is refused
 		cfg.Park = consumer.ParkPolicy{Enabled: true, TopicSuffix: *suffix}
+	}
+	if *ctl {
+		cfg.Control = consumer.ControlPolicy{Enabled: true, Topic: *ctlTopic}
 	}
 	var topts []consumer.TopicOption
 	if *dlqParts > 0 {
