@@ -73,7 +73,23 @@ func consumeLanesTraced(b *testing.B, addrs []string, topic string, work time.Du
 	return consumeLanesWith(b, addrs, topic, work, tp)
 }
 
-func consumeLanesWith(b *testing.B, addrs []string, topic string, work time.Duration, tp trace.TracerProvider) time.Duration {
+// consumeLanesControlled is consumeLanes with per-session control on and
+// one session (not one of the bench's) paused: every record is admitted
+// through the control gate's lock, its worst case.
+func consumeLanesControlled(b *testing.B, addrs []string, topic string, work time.Duration) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	group := nextGroup()
+	if _, err := PauseSession(ctx, ControlTarget{Brokers: addrs, Group: group}, topic, "nobody", "bench"); err != nil {
+		b.Fatal(err)
+	}
+	return consumeLanesWith(b, addrs, topic, work, nil, func(cfg *Config) {
+		cfg.Group = group
+		cfg.Control = ControlPolicy{Enabled: true}
+	})
+}
+
+func consumeLanesWith(b *testing.B, addrs []string, topic string, work time.Duration, tp trace.TracerProvider, edits ...func(*Config)) time.Duration {
 	tally := newSessionTally(benchTopics[topic])
 	h := HandlerFunc(func(ctx context.Context, m *Message) error {
 		if work > 0 {
@@ -82,8 +98,11 @@ func consumeLanesWith(b *testing.B, addrs []string, topic string, work time.Dura
 		tally.handled(m.Record.Key)
 		return nil
 	})
-	c, err := New(Config{Brokers: addrs, Group: nextGroup(), Topics: []string{topic}, DeadLetterTopic: "bench-dlq",
-		TracerProvider: tp}, h)
+	cfg := Config{Brokers: addrs, Group: nextGroup(), Topics: []string{topic}, DeadLetterTopic: "bench-dlq", TracerProvider: tp}
+	for _, e := range edits {
+		e(&cfg)
+	}
+	c, err := New(cfg, h)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -220,7 +239,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		run  func(*testing.B, []string, string, time.Duration) time.Duration
-	}{{"raw-poll", consumeRaw}, {"minimal", consumeMinimal}, {"lanes", consumeLanes}, {"lanes-traced", consumeLanesTraced}} {
+	}{{"raw-poll", consumeRaw}, {"minimal", consumeMinimal}, {"lanes", consumeLanes}, {"lanes-controlled", consumeLanesControlled}, {"lanes-traced", consumeLanesTraced}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var total, cpu time.Duration
 			for i := 0; i < b.N; i++ {

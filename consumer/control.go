@@ -55,6 +55,9 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 	default:
 	}
 	k := controlKey(w)
+	if c.ctl.Free(k, w.resource, &w.ticket) {
+		return true // the common case: the session is not controlled, no limit applies
+	}
 	if c.park != nil && c.ctl.Paused(k) {
 		return true // parked by process, or its parked retry waits (retryParked)
 	}

@@ -73,10 +73,6 @@ func whoAmI() string {
 	return name + "@" + host
 }
 
-// ErrNotPaused is returned by ResumeSession when the session is not
-// paused.
-var ErrNotPaused = errors.New("consumer: session not paused")
-
 // PauseSession pauses session of topic for ct.Group: every member stops
 // starting its records within Control.Interval; they wait in order (with
 // parking on they are parked, and its partition moves on) until
@@ -255,7 +251,7 @@ func ensureControlTopic(ctx context.Context, adm *kadm.Client, ct ControlTarget)
 
 // PauseSession pauses session of topic for this consumer's group (the
 // package's PauseSession with Config's brokers and control topic); this
-// member applies it at once, the others within Control.Interval.
+// member reads it back at once, the others within Control.Interval.
 func (c *Consumer) PauseSession(ctx context.Context, topic, session, reason string) (ControlledSession, error) {
 	return c.control(ctx, func(ct ControlTarget) (ControlledSession, error) {
 		return PauseSession(ctx, ct, topic, session, reason)

@@ -39,6 +39,9 @@ var (
 	// ErrNotHeld is returned by ReleaseHeld when the session is held on no
 	// partition of the topic for the group.
 	ErrNotHeld = errors.New("consumer: session not held")
+	// ErrNotPaused is returned by ResumeSession when the session is not
+	// paused.
+	ErrNotPaused = errors.New("consumer: session not paused")
 )
 
 // Errors a handler returns to say what becomes of its record: [Permanent]

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -69,6 +70,13 @@ type Gate struct {
 	session  Limit              // every session's limit, unless a setting names its own
 	resource func(string) Limit // a resource's limit, asked once per resource
 
+	// snap is a copy of settings for readers without mu, made again on
+	// the first read after a change (stale marks one): a session that has
+	// no setting, with no default limit and no resource, is admitted
+	// without taking mu (the common case pays a map lookup).
+	snap  atomic.Pointer[map[Key]Setting]
+	stale atomic.Bool
+
 	mu       sync.Mutex
 	settings map[Key]Setting
 	limits   map[Key]*rate.Limiter // sessions with a rate
@@ -106,6 +114,7 @@ func (g *Gate) Apply(k Key, s Setting, now time.Time) (wakes []func()) {
 	} else {
 		g.settings[k.clone()] = s
 	}
+	g.stale.Store(true)
 	switch {
 	case s.Rate > 0 && (s.Rate != was.Rate || s.Burst != was.Burst || g.limits[k] == nil):
 		// A new bucket, empty: the new limit holds from now, with no
@@ -137,8 +146,26 @@ func (g *Gate) Setting(k Key) (Setting, bool) {
 
 // Paused reports whether k is paused.
 func (g *Gate) Paused(k Key) bool {
-	s, _ := g.Setting(k)
-	return s.Paused
+	return g.settingsNow()[k].Paused
+}
+
+// settingsNow is the settings as of the last change, read without mu
+// (made again once after a change).
+func (g *Gate) settingsNow() map[Key]Setting {
+	if m := g.snap.Load(); m != nil && !g.stale.Load() {
+		return *m
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stale.Load() || g.snap.Load() == nil {
+		m := make(map[Key]Setting, len(g.settings))
+		for k, s := range g.settings {
+			m[k] = s
+		}
+		g.snap.Store(&m)
+		g.stale.Store(false)
+	}
+	return *g.snap.Load()
 }
 
 // Admit decides whether a record of session k, using resource res ("":
@@ -147,6 +174,9 @@ func (g *Gate) Paused(k Key) bool {
 // once it is resumed. When a rate holds it, its token is taken (the record
 // is next) and Until says when it may start.
 func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake func()) Verdict {
+	if g.Free(k, res, t) {
+		return Verdict{Go: true}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.settings[k].Paused {
@@ -187,6 +217,18 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 		}
 	}
 	return Verdict{Go: true}
+}
+
+// Free reports, without the gate's lock, that nothing can hold a record
+// of session k using res with ticket t: no setting of k in force, no
+// default session limit, no resource, no token taken before. Admit would
+// let it go.
+func (g *Gate) Free(k Key, res string, t *Ticket) bool {
+	if res != "" || g.session.Rate > 0 || t.SessionRated {
+		return false
+	}
+	_, set := g.settingsNow()[k]
+	return !set
 }
 
 // reserve takes a token of lim at now and returns it and how long until
