@@ -8,9 +8,11 @@ import (
 )
 
 // TopicHandlers is a Handler that gives each consumed topic its own
-// handler, chosen by the record's topic. A session's records from several
-// topics still share one lane: they are handled one at a time, in order of
-// arrival, whichever handler each goes to. New checks that every topic of
+// handler, chosen by the record's topic. Under the default order
+// (OrderSession), a session's records from several topics still share one
+// lane: they are handled one at a time, in order of arrival, whichever
+// handler each goes to; a topic ordered otherwise (Config.Order) runs its
+// records in lanes of its own. New checks that every topic of
 // Config.Topics has a handler and that no handler is for a topic not
 // consumed; with Config.Topics left empty, the map's topics are consumed.
 // Middleware wraps the whole map.
