@@ -138,3 +138,68 @@ func startCapped(t *testing.T, e *env, n int, h Handler) (*Consumer, func() erro
 	}
 	return c, start(t, c)
 }
+
+// TestMaxConcurrencyTurnAfterHold: with MaxConcurrency 1, a record
+// waits for the turn while a silence hold begins; when the turn comes
+// it goes back to the gate instead of starting under the hold, and runs
+// once the hold ends. (Before the mend, an attempt that waited for its
+// turn started whatever began meanwhile.)
+func TestMaxConcurrencyTurnAfterHold(t *testing.T) {
+	e := newEnv(t, 1, "chats")
+	e.produce("chats", []string{"first", "second"}, 1)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var called []string
+	rec := newRecorder(2, func(ctx context.Context, m *Message) error {
+		mu.Lock()
+		called = append(called, m.SessionID)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	})
+	c, stop := startCapped(t, e, 1, rec)
+	waitFor(t, "the second record waiting for the turn", func() bool { return c.Stats().WaitingForTurn == 1 },
+		func() string { return fmt.Sprintf("%+v", c.Stats()) })
+	g := &holdGate{since: time.Now(), over: make(chan struct{})}
+	c.member.held.Store(g) // a silence hold, as checkSilence begins one (without cutting the running attempt)
+	c.member.holds.Add(1)
+	mu.Lock()
+	first := called[0]
+	mu.Unlock()
+	release <- struct{}{} // the first returns: its turn goes to the second, under the hold
+	waitFor(t, "the turn given back by the second record, or the second running", func() bool {
+		mu.Lock()
+		n := len(called)
+		mu.Unlock()
+		if n > 1 {
+			return true
+		}
+		if c.Stats().WaitingForTurn != 0 || !c.turns.sem.TryAcquire(1) {
+			return false
+		}
+		c.turns.sem.Release(1)
+		return true
+	}, func() string { return fmt.Sprintf("%+v", c.Stats()) })
+	mu.Lock()
+	if len(called) != 1 {
+		mu.Unlock()
+		t.Fatalf("calls %v: the record that waited for its turn started under the silence hold", called)
+	}
+	mu.Unlock()
+	c.member.held.Store(nil)
+	close(g.over)
+	close(release)
+	rec.wait(t)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(called) != 2 || called[0] != first {
+		t.Fatalf("calls %v", called)
+	}
+}
