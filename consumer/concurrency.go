@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -38,25 +37,6 @@ func (t *turns) takeFor(w *work) bool {
 	t.waiting.Add(1)
 	defer t.waiting.Add(-1)
 	return acquireFor(w, func(ctx context.Context) error { return t.sem.Acquire(ctx, 1) }, t.give)
-}
-
-// slotFor waits for a slot of w's resource (Throttle: its Concurrency),
-// as takeFor waits for a turn. held is false when the resource has no
-// concurrency limit; ok is false when w's partition is fenced or w is done
-// first.
-func (c *Consumer) slotFor(w *work) (held, ok bool) {
-	if held, ok := c.ctl.TrySlot(w.resource, time.Now()); ok {
-		return held, true
-	}
-	ok = acquireFor(w, func(ctx context.Context) (err error) {
-		held, err = c.ctl.Slot(ctx, w.resource, time.Now())
-		return err
-	}, func() {
-		if held {
-			c.ctl.Release(w.resource)
-		}
-	})
-	return held && ok, ok
 }
 
 // acquireFor runs acquire for w under a context that ends when w's

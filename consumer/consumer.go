@@ -10,6 +10,7 @@ import (
 	"github.com/lanesdev/lanes/consumer/internal/breaker"
 	"github.com/lanesdev/lanes/tracing"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/hold"
@@ -77,3 +78,17 @@ type Consumer struct {
 }
 
 func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }
+
+// controlLog is where the member is in the control topic. It is used by
+// Run (the load) and then by the control loop only.
+type controlLog struct {
+	cfg   *Config
+	topic string
+	id    kadm.TopicID // the incarnation read; a topic made again starts over
+	next  int64        // the next offset to read
+	kick  chan struct{}
+}
+
+func newControlLog(cfg *Config) *controlLog {
+	return &controlLog{cfg: cfg, topic: cfg.Control.Topic, kick: make(chan struct{}, 1)}
+}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/control"
@@ -14,25 +15,6 @@ import (
 // its wake (the session resumed, or its alarm). With parking on, a paused
 // session's records are parked instead (process), so its partition moves
 // on; its parked retries wait while it is paused (park_loop.go).
-
-// sleepKind says why a lane sleeps.
-type sleepKind uint8
-
-const (
-	awake sleepKind = iota
-	sleepPaused
-	sleepRated
-)
-
-func (k sleepKind) String() string {
-	switch k {
-	case sleepPaused:
-		return "paused"
-	case sleepRated:
-		return "throttled"
-	}
-	return ""
-}
 
 // controlKey is the control gate's key of w's session: its lane for a
 // parked retry, which carries no record.
@@ -150,4 +132,23 @@ func (c *Consumer) asleepCounts() (paused, rated int) {
 		s.mu.Unlock()
 	}
 	return paused, rated
+}
+
+// slotFor waits for a slot of w's resource (Throttle: its Concurrency),
+// as takeFor waits for a turn. held is false when the resource has no
+// concurrency limit; ok is false when w's partition is fenced or w is done
+// first.
+func (c *Consumer) slotFor(w *work) (held, ok bool) {
+	if held, ok := c.ctl.TrySlot(w.resource, time.Now()); ok {
+		return held, true
+	}
+	ok = acquireFor(w, func(ctx context.Context) (err error) {
+		held, err = c.ctl.Slot(ctx, w.resource, time.Now())
+		return err
+	}, func() {
+		if held {
+			c.ctl.Release(w.resource)
+		}
+	})
+	return held && ok, ok
 }

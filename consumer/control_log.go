@@ -18,20 +18,6 @@ import (
 // record), then read again every Control.Interval, each entry of the
 // member's group applied to the gate in log order.
 
-// controlLog is where the member is in the control topic. It is used by
-// Run (the load) and then by the control loop only.
-type controlLog struct {
-	cfg   *Config
-	topic string
-	id    kadm.TopicID // the incarnation read; a topic made again starts over
-	next  int64        // the next offset to read
-	kick  chan struct{}
-}
-
-func newControlLog(cfg *Config) *controlLog {
-	return &controlLog{cfg: cfg, topic: cfg.Control.Topic, kick: make(chan struct{}, 1)}
-}
-
 // errControlMissing: the control topic does not exist (yet): nothing is
 // paused or limited.
 var errControlMissing = errors.New("control topic missing")

@@ -7,47 +7,6 @@ import (
 	"time"
 )
 
-// ControlStats is per-session control's state on this member
-// (Config.Control, Config.Throttle); its zero value when both are off.
-type ControlStats struct {
-	// Sessions lists the group's sessions an operator paused or limited,
-	// as this member read them from the control topic, oldest first.
-	Sessions []ControlledSession `json:"sessions"`
-	// LanesPaused and LanesThrottled count this member's lanes waiting,
-	// without a worker, for a paused session and for a rate.
-	LanesPaused    int `json:"lanes_paused"`
-	LanesThrottled int `json:"lanes_throttled"`
-	// PausedParked counts the records parked because their session was
-	// paused (with parking on): the first of each run, its session's later
-	// records follow it to the park topic as a parked session's do.
-	PausedParked int64 `json:"paused_parked"`
-	// Buckets and Resources count the rate buckets of sessions and the
-	// resources this member keeps (idle ones are forgotten).
-	Buckets   int `json:"buckets"`
-	Resources int `json:"resources"`
-}
-
-// ControlledSession is one session's setting in the control topic.
-type ControlledSession struct {
-	Topic   string `json:"topic"`
-	Session string `json:"session"`
-	// Paused: its records wait (or are parked) until it is resumed.
-	Paused bool `json:"paused"`
-	// Rate limits it to Rate records per second, in bursts of Burst; 0:
-	// the default (ThrottlePolicy.Session), if any.
-	Rate  float64 `json:"rate"`
-	Burst int     `json:"burst"`
-	// By, At and Reason say who set it, when and why; TopicID is the
-	// topic's ID then.
-	By      string    `json:"by"`
-	At      time.Time `json:"at"`
-	Reason  string    `json:"reason"`
-	TopicID string    `json:"topic_id,omitempty"`
-	// Waiting counts this member's lanes waiting for it to resume (Stats
-	// only).
-	Waiting int `json:"waiting"`
-}
-
 func (c *Consumer) controlStats() ControlStats {
 	if c.ctl == nil {
 		return ControlStats{Sessions: []ControlledSession{}}

@@ -392,6 +392,25 @@ type lane struct {
 	actx     atomic.Pointer[attemptCtx] // its context, for a silence hold to cut (silence.go)
 }
 
+// sleepKind says why a lane sleeps (laneSet.admit said no: control.go).
+type sleepKind uint8
+
+const (
+	awake sleepKind = iota
+	sleepPaused
+	sleepRated
+)
+
+func (k sleepKind) String() string {
+	switch k {
+	case sleepPaused:
+		return "paused"
+	case sleepRated:
+		return "throttled"
+	}
+	return ""
+}
+
 // spanRef boxes a span for an atomic pointer.
 type spanRef struct{ trace.Span }
 
