@@ -324,7 +324,7 @@ func TestCreateTopicsControl(t *testing.T) {
 		t.Fatalf("CheckTopics after CreateTopics: %v (%+v)", err, rs)
 	}
 	cfg.Control.Topic = "chats" // two partitions, not compacted
-	rs, err = CheckTopics(ctx, cfg)
+	_, err = CheckTopics(ctx, cfg)
 	if !errors.Is(err, ErrTopicUnfit) || !strings.Contains(err.Error(), "control topic chats") || !strings.Contains(err.Error(), "needs exactly 1") {
 		t.Fatalf("CheckTopics with a 2-partition control topic: %v", err)
 	}

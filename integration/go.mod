@@ -20,6 +20,7 @@ require (
 require (
 	github.com/rs/zerolog v1.35.1 // indirect
 	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
 
 require (
