@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/control"
 
@@ -82,11 +83,20 @@ func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }
 // controlLog is where the member is in the control topic. It is used by
 // Run (the load) and then by the control loop only.
 type controlLog struct {
-	cfg   *Config
-	topic string
-	id    kadm.TopicID // the incarnation read; a topic made again starts over
-	next  int64        // the next offset to read
-	kick  chan struct{}
+	cfg    *Config
+	topic  string
+	id     kadm.TopicID // the incarnation read; a topic made again starts over
+	next   int64        // the next offset to read
+	kick   chan struct{}
+	loaded atomic.Bool                   // read to its end before the first poll
+	failed atomic.Pointer[controlFailed] // the reads failing, nil when the last one succeeded
+}
+
+// controlFailed is since when reading the control topic fails, and the
+// last error.
+type controlFailed struct {
+	since time.Time
+	err   string
 }
 
 func newControlLog(cfg *Config) *controlLog {

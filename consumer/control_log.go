@@ -142,7 +142,9 @@ func (c *Consumer) controlLoad(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 		err := c.controlRead(rctx, adm)
 		cancel()
+		c.ctlLog.noteRead(err, time.Now())
 		if err == nil {
+			c.ctlLog.loaded.Store(true)
 			n := len(c.ctl.Snapshot())
 			c.log().Debug().Str("control_topic", c.cfg.Control.Topic).Int("settings", n).Msg("control: loaded")
 			return nil
@@ -182,7 +184,11 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		}
 		if c.ctlLog != nil {
 			rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-			if err := c.controlRead(rctx, adm); err != nil && ctx.Err() == nil {
+			err := c.controlRead(rctx, adm)
+			if ctx.Err() == nil {
+				c.ctlLog.noteRead(err, time.Now())
+			}
+			if err != nil && ctx.Err() == nil {
 				c.log().Debug().Err(err).Msg("control: cannot read the control topic; trying again at the next interval")
 			}
 			cancel()
@@ -190,4 +196,34 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		c.ctl.Tidy(time.Now())
 		c.wakeFenced()
 	}
+}
+
+// noteRead keeps whether the last read of the control topic failed (err)
+// and since when, for Health.
+func (cl *controlLog) noteRead(err error, now time.Time) {
+	if err == nil {
+		cl.failed.Store(nil)
+		return
+	}
+	since := now
+	if f := cl.failed.Load(); f != nil {
+		since = f.since
+	}
+	cl.failed.Store(&controlFailed{since: since, err: err.Error()})
+}
+
+// reason is Health's line about the control topic at now: not read yet
+// (no record is handled until it is), or failing for longer than three
+// intervals (pauses written meanwhile are not seen); "" otherwise.
+func (cl *controlLog) reason(now time.Time) string {
+	f := cl.failed.Load()
+	switch {
+	case !cl.loaded.Load() && f != nil:
+		return fmt.Sprintf("control topic %s unreadable since %s: %s; no record is handled until it is read (the pauses it holds must be known first): check the brokers and this member's read access to it",
+			cl.topic, f.since.UTC().Format(time.RFC3339), f.err)
+	case f != nil && now.Sub(f.since) >= 3*cl.cfg.Control.Interval:
+		return fmt.Sprintf("control topic %s unreadable since %s: %s; pauses and limits written since are not seen by this member",
+			cl.topic, f.since.UTC().Format(time.RFC3339), f.err)
+	}
+	return ""
 }

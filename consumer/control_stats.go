@@ -53,6 +53,9 @@ func (c *Consumer) controlReasons(st Stats, now time.Time) []string {
 	if c.ctlLog == nil {
 		return out
 	}
+	if r := c.ctlLog.reason(now); r != "" {
+		out = append(out, r)
+	}
 	var old []string
 	for _, s := range st.Control.Sessions {
 		if s.Paused && now.Sub(s.At) >= c.cfg.Control.PausedHealthAge {

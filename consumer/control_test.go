@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // controlTarget is the control target of group on e.
@@ -327,5 +330,61 @@ func TestCreateTopicsControl(t *testing.T) {
 	_, err = CheckTopics(ctx, cfg)
 	if !errors.Is(err, ErrTopicUnfit) || !strings.Contains(err.Error(), "control topic chats") || !strings.Contains(err.Error(), "needs exactly 1") {
 		t.Fatalf("CheckTopics with a 2-partition control topic: %v", err)
+	}
+}
+
+// TestControlUnreadable: while the control topic cannot be read at
+// start, the member handles no record (the pauses it holds must be known
+// first) and Health says why; once it reads, the member goes on and the
+// reason clears.
+func TestControlUnreadable(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	pauseBefore(t, e, "g-unreadable", "chats", "chat-0001")
+	e.produce("chats", sessionNames(3), 2)
+	var broken atomic.Bool
+	broken.Store(true)
+	e.c.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		if !broken.Load() || len(req.Topics) != 1 || req.Topics[0].Topic != DefaultControlTopic {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = DefaultControlTopic
+		for _, p := range req.Topics[0].Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	rec := newRecorder(4, nil)
+	cfg := e.config("g-unreadable", "chats")
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "Health naming the unreadable control topic", func() bool {
+		return slices.ContainsFunc(c.Health().Reasons, func(r string) bool {
+			return strings.Contains(r, "control topic lanes.control unreadable") && strings.Contains(r, "no record is handled")
+		})
+	}, func() string { return fmt.Sprint(c.Health().Reasons) })
+	if n := len(rec.snapshot()); n != 0 {
+		t.Fatalf("%d records handled before the control topic was read", n)
+	}
+	broken.Store(false)
+	rec.wait(t) // the four of the two sessions not paused
+	waitFor(t, "the reason cleared", func() bool {
+		return !slices.ContainsFunc(c.Health().Reasons, func(r string) bool { return strings.Contains(r, "control topic") })
+	}, func() string { return fmt.Sprint(c.Health().Reasons) })
+	if n := handledOf(rec, "chat-0001"); n != 0 {
+		t.Fatalf("the paused session was handled %d times", n)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
