@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -384,6 +385,50 @@ func TestControlUnreadable(t *testing.T) {
 	if n := handledOf(rec, "chat-0001"); n != 0 {
 		t.Fatalf("the paused session was handled %d times", n)
 	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestControlOtherGroupAndRemade: another group's pause of the same
+// session of the same topic does not pause it for this group; a control
+// topic deleted while a session is paused drops the pause (the member
+// logs it and the session's records run), and one made again is read from
+// its start (a pause in it holds).
+func TestControlOtherGroupAndRemade(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	pauseBefore(t, e, "another-group", "chats", "chat-0000")
+	pauseBefore(t, e, "g-remade", "chats", "chat-0001")
+	e.produce("chats", sessionNames(3), 2)
+	rec := newRecorder(6, nil)
+	cfg := e.config("g-remade", "chats")
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "the sessions not paused for this group handled, the paused one waiting", func() bool {
+		return len(rec.snapshot()) == 4 && c.Stats().Control.LanesPaused == 1
+	}, func() string { return fmt.Sprintf("%d calls, %+v", len(rec.snapshot()), c.Stats().Control) })
+	if handledOf(rec, "chat-0000") != 2 || handledOf(rec, "chat-0001") != 0 {
+		t.Fatalf("calls %+v: chat-0000 is paused for another group only, chat-0001 for this one", rec.snapshot())
+	}
+	adm := kadm.NewClient(e.client())
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := adm.DeleteTopics(ctx, DefaultControlTopic); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t) // its pause dropped with the topic: chat-0001 runs
+	if s := c.Stats().Control.Sessions; len(s) != 0 {
+		t.Fatalf("settings after the control topic was deleted: %+v", s)
+	}
+	pauseBefore(t, e, "g-remade", "chats", "chat-0002") // makes the topic again
+	waitFor(t, "the pause in the topic made again read", func() bool {
+		s := c.Stats().Control.Sessions
+		return len(s) == 1 && s[0].Session == "chat-0002" && s[0].Paused
+	}, func() string { return fmt.Sprintf("%+v", c.Stats().Control) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
