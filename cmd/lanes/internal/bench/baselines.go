@@ -32,10 +32,13 @@ const (
 	consPool  = "key-pool"
 	consMin   = "minimal"
 	consCeil  = "ceiling"
+	// consNone is lanes on a topic of OrderNone (--unordered): not in
+	// allConsumers, the suite's, for it keeps no order to check.
+	consNone = "lanes-unordered"
 )
 
 var runners = map[string]runner{consLanes: runLanes, consRaw: runRaw, consPart: runPerPartition, consPool: runKeyPool,
-	consMin: runMinimal, consCeil: runCeiling}
+	consMin: runMinimal, consCeil: runCeiling, consNone: runLanesUnordered}
 
 // kgoRecord shortens the record type in the baselines.
 type kgoRecord = kgo.Record
@@ -43,9 +46,21 @@ type kgoRecord = kgo.Record
 // runLanes is the lanes consumer with its defaults, retrying on the
 // workload's schedule (no jitter, never dead-lettering).
 func runLanes(ctx context.Context, e runEnv) error {
+	return runLanesOrdered(ctx, e, consumer.OrderSession)
+}
+
+// runLanesUnordered is runLanes on a topic of OrderNone: every record its
+// own lane, handled as soon as a handler is free.
+func runLanesUnordered(ctx context.Context, e runEnv) error {
+	return runLanesOrdered(ctx, e, consumer.OrderNone)
+}
+
+// runLanesOrdered is runLanes with its topic in order.
+func runLanesOrdered(ctx context.Context, e runEnv, order consumer.Order) error {
 	w := e.t.w
 	wait := max(w.RetryWait, time.Millisecond)
 	c, err := consumer.New(consumer.Config{Brokers: e.brokers, Group: e.group, Topics: []string{e.topic}, ClientOptions: e.opts,
+		Order: map[string]consumer.Order{e.topic: order},
 		Retry: consumer.RetryPolicy{Forever: true, InitialInterval: wait, Multiplier: retryMultiplier,
 			MaxInterval: wait * retryMaxFactor, Jitter: -1}},
 		consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {

@@ -28,12 +28,14 @@ type benchConfig struct {
 	plots      string
 	docs       string
 	workloads  []workload
-	args       []string   // as given, for the record
-	opts       []kgo.Opt  // TLS, SASL (--tls-*, --sasl-*)
-	stuck      *stuckSpec // --stuck: the stuck-sessions comparison instead of the workloads
-	grow       *growSpec  // --grow: the partition-growth comparison instead of the workloads
-	rounds     int        // --rounds: of the suite or the --stuck or --grow comparison
-	scale      *scaleSpec // --scale: the scaling run instead of the workloads
+	args       []string     // as given, for the record
+	opts       []kgo.Opt    // TLS, SASL (--tls-*, --sasl-*)
+	stuck      *stuckSpec   // --stuck: the stuck-sessions comparison instead of the workloads
+	grow       *growSpec    // --grow: the partition-growth comparison instead of the workloads
+	rounds     int          // --rounds: of the suite or the --stuck or --grow comparison
+	scale      *scaleSpec   // --scale: the scaling run instead of the workloads
+	control    *controlSpec // --control: the per-session control comparison instead of the workloads
+	unordered  bool         // --unordered: lanes with OrderNone against raw polling instead of the workloads
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -50,7 +52,8 @@ var help = cli.Help{
 		"ratio to the bound, latency, order violations, allocations, heap and goroutines, as a table, --json, " +
 		"--plots DIR or --docs FILE. Without a workload flag it runs the default suite; --stuck compares " +
 		"in-lane retries with parking, --grow the one-time cost of adding partitions to a consumed topic, " +
-		"--scale grows one group of member processes. It runs on an embedded " +
+		"--scale grows one group of member processes, --control measures the other sessions beside paused and " +
+		"rate-limited ones, --unordered lanes with OrderNone against raw polling. It runs on an embedded " +
 		"broker unless --brokers names a real cluster.",
 	Docs: "benchmarks.md",
 }
@@ -80,7 +83,11 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	stuck := fs.String("stuck", "", "`PCT:DURATION` (e.g. 1%:10s): that share of the sessions fails for that long; compares in-lane retries with parking, for the other sessions")
 	grow := fs.String("grow", "", "`FROM:TO` (e.g. 4:12): lanes on a topic of FROM partitions grown to TO halfway through the sending, against one never grown: the moved sessions' extra latency and the other sessions' throughput (--rate default 5000, --duration 10s, --work 1ms)")
 	partitioning := fs.String("partitioning", "kafka", "with --grow: the producer's `PARTITIONER`, kafka (PartitionKafka, murmur2 as Apache Kafka's) or jump (PartitionJump)")
-	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck or --grow comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
+	control := fs.String("control", "", "`PCT` (e.g. 1%): lanes with that share of the sessions controlled, half paused for the whole run and half limited to 2 records/s, against none controlled, per-session control on in both: the other sessions' throughput and p99 (--rate default 5000, --duration 10s, --work 1ms)")
+	park := fs.Bool("park", false, "with --control: parking on in both runs, so a paused session's records are parked out of its partition's way")
+	buffered := fs.Int("max-buffered", 0, "with --control: the consumer's MaxBufferedRecords in both runs (0: a partition's whole share of the run, so that the records held behind a paused session never reach it)")
+	unordered := fs.Bool("unordered", false, "the zero-work rate of lanes on a topic of OrderNone (every record its own lane) against raw polling and lanes with session order, on one preloaded topic (--sessions, --messages: default 500 per session, --partitions)")
+	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck, --grow, --control or --unordered comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := cli.Parse(fs, help, args, stdout); err != nil {
@@ -117,6 +124,18 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	}
 	if *grow == "" && visited(fs)["partitioning"] {
 		return c, errors.New("--partitioning: used only with --grow")
+	}
+	switch {
+	case *control != "" && *unordered:
+		return c, errors.New("--unordered: not used with --control (one comparison at a time)")
+	case *control != "":
+		return c, c.parseControl(*control, *park, *buffered, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration}, *work)
+	case *park:
+		return c, errors.New("--park: used only with --control")
+	case visited(fs)["max-buffered"]:
+		return c, errors.New("--max-buffered: used only with --control")
+	case *unordered:
+		return c, c.parseUnordered(fs, workload{Sessions: *sessions, Messages: *messages})
 	}
 	if *scale != "" {
 		return c, c.parseScale(*scale, fs, *sessions, *work, *duration)
@@ -333,6 +352,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.grow != nil {
 		return b.runGrow(ctx, cfg.workloads[0], *cfg.grow, stdout)
+	}
+	if cfg.control != nil {
+		return b.runControl(ctx, cfg.workloads[0], *cfg.control, stdout)
+	}
+	if cfg.unordered {
+		return b.runUnordered(ctx, stdout)
 	}
 	if cfg.scale != nil {
 		return b.runScale(ctx, cfg.workloads[0], *cfg.scale, stdout)

@@ -25,6 +25,9 @@ import (
 type tally struct {
 	w     workload
 	total int64
+	// unordered: the consumer keeps no order (consNone), so only a
+	// message handled twice counts as a violation, and no call overlaps.
+	unordered bool
 	// base is the latency origin in closed mode (the run's start: every
 	// message of the backlog was there from the beginning); in open mode
 	// each record carries its intended send time.
@@ -86,10 +89,12 @@ func (t *tally) handle(v []byte, attempt int) error {
 		t.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	st := &t.sess[sess]
-	if st.busy.CompareAndSwap(false, true) {
-		defer st.busy.Store(false)
-	} else {
-		t.overlaps.Add(1)
+	if !t.unordered { // an unordered consumer runs a session's records at once
+		if st.busy.CompareAndSwap(false, true) {
+			defer st.busy.Store(false)
+		} else {
+			t.overlaps.Add(1)
+		}
 	}
 	if t.w.Work > 0 {
 		time.Sleep(t.w.Work)
@@ -98,7 +103,13 @@ func (t *tally) handle(v []byte, attempt int) error {
 		return errInjected
 	}
 	now := time.Now().UnixNano()
-	if st.next.Load() != seq {
+	slot := t.off[sess] + int(seq)
+	switch {
+	case t.unordered:
+		if t.at[slot] != 0 {
+			t.violations.Add(1) // a repeat
+		}
+	case st.next.Load() != seq:
 		t.violations.Add(1) // a gap, a repeat, or an overtaking
 	}
 	st.next.Store(seq + 1)
@@ -106,7 +117,6 @@ func (t *tally) handle(v []byte, attempt int) error {
 	if intended != 0 {
 		from = intended
 	}
-	slot := t.off[sess] + int(seq)
 	t.lat[slot] = max(1, now-from) // 0 marks a message not handled
 	t.at[slot] = now
 	st.last.Store(now)

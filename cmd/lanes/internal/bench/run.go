@@ -133,6 +133,7 @@ func runOne(ctx context.Context, b *bench, w workload, p plan, name, topic strin
 	allocs0 := samples[0].Value.Uint64()
 
 	t := newTally(w, p, time.Now()) // open mode: the base moves to the first paced send
+	t.unordered = name == consNone
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)

@@ -332,12 +332,19 @@ func sleepWork(d time.Duration) {
 	}
 }
 
-// send sends the workload at its rate, one message per session in turn,
-// each numbered in its session and stamped with its send time.
+// send sends the workload at its rate from now (sendPaced).
 func (s *stuckSide) send(ctx context.Context, p *producer.Producer) error {
 	began := time.Now()
 	s.began.Store(began.UnixNano())
-	seqs := make([]int, len(s.names))
+	return sendPaced(ctx, p, s.l, s.names, s.w, began)
+}
+
+// sendPaced sends w's messages through p at w's rate from began, one per
+// session of names in turn, each numbered in its session (recorded in l)
+// and stamped with its send time: "session|seq|Unix ns". It returns once
+// every message was acknowledged (flushSent).
+func sendPaced(ctx context.Context, p *producer.Producer, l *lanestest.Ledger, names []string, w workload, began time.Time) error {
+	seqs := make([]int, len(names))
 	var failed atomic.Pointer[error]
 	note := func(err error) {
 		if err != nil {
@@ -346,12 +353,12 @@ func (s *stuckSide) send(ctx context.Context, p *producer.Producer) error {
 	}
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
-	for i := 0; i < s.w.Messages; {
-		due := min(s.w.Messages, int(time.Since(began).Seconds()*float64(s.w.Rate))+1)
+	for i := 0; i < w.Messages; {
+		due := min(w.Messages, int(time.Since(began).Seconds()*float64(w.Rate))+1)
 		for ; i < due; i++ {
-			k := i % len(s.names)
-			v := fmt.Sprintf("%s|%d|%d", s.names[k], seqs[k], time.Now().UnixNano())
-			s.l.SendAsync(ctx, p, s.names[k], seqs[k], []byte(v), note)
+			k := i % len(names)
+			v := fmt.Sprintf("%s|%d|%d", names[k], seqs[k], time.Now().UnixNano())
+			l.SendAsync(ctx, p, names[k], seqs[k], []byte(v), note)
 			seqs[k]++
 		}
 		select {
@@ -361,6 +368,16 @@ func (s *stuckSide) send(ctx context.Context, p *producer.Producer) error {
 		}
 	}
 	return flushSent(ctx, p, &failed)
+}
+
+// sentTo is how many of w's messages sendPaced sends to the k-th of n
+// sessions.
+func sentTo(w workload, k, n int) int {
+	c := w.Messages / n
+	if k < w.Messages%n {
+		c++
+	}
+	return c
 }
 
 // makeTopics creates a run's topics with partitions each.
