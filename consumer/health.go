@@ -126,6 +126,7 @@ func commitReason(parts []PartitionStats, now time.Time) string {
 //
 //	GET livez         200 when Live, else 503; the reasons in the body
 //	GET readyz        200 when Ready, else 503; the reasons in the body
+//	GET status        the member's status page: Health and Stats as HTML for people
 //	GET debug/lanes   Health and Stats as JSON (watermark holders, hot sessions)
 //
 // Mount it under a prefix of your own, for example
@@ -140,6 +141,7 @@ func (c *Consumer) HealthHandler() http.Handler {
 		h := c.Health()
 		writeProbe(w, h.Ready, h.Reasons)
 	})
+	mux.HandleFunc("GET /status", c.serveStatus)
 	mux.HandleFunc("GET /debug/lanes", func(w http.ResponseWriter, r *http.Request) {
 		st := c.Stats()
 		w.Header().Set("Content-Type", "application/json")

@@ -3,6 +3,7 @@ module github.com/lanesdev/lanes/integration
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.1
 	github.com/lanesdev/lanes/consumer v0.1.0
 	github.com/lanesdev/lanes/eventid v0.1.0
 	github.com/lanesdev/lanes/hashring v0.1.0
@@ -18,6 +19,8 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
