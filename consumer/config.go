@@ -136,6 +136,13 @@ type Config struct {
 	// Default: otel.GetMeterProvider(), a no-op until the application sets
 	// a global provider.
 	MeterProvider metric.MeterProvider
+	// StatusActions turns on the actions of the status page
+	// (HealthHandler's status): releasing a held session, pausing and
+	// resuming a session (with Control on). Each is a POST that must carry
+	// the page's anti-forgery token and come from the page's own origin,
+	// and is logged with who asked. Serve the page on a private port.
+	// Default: off (the page is read-only).
+	StatusActions bool
 
 	// ClientOptions are passed to franz-go after lanes' own options, for
 	// TLS, SASL, timeouts and anything else franz-go offers; they apply to

@@ -70,12 +70,15 @@ type Consumer struct {
 	// are admitted on the poll loop and, from a stash, on the flow
 	// controller's goroutine, and neither callback is documented as safe
 	// for concurrent use. Taken after partition.admitMu.
-	userMu   sync.Mutex
-	stop     stopper // when the shutdown began, and what its drain left
-	takeUps  takeUps // partition take-ups under way (stopper.go)
-	ran      atomic.Bool
-	returned atomic.Bool // Run returned
-	crashed  atomic.Bool // set by tests to stop committing, as a killed process would
+	userMu  sync.Mutex
+	stop    stopper // when the shutdown began, and what its drain left
+	takeUps takeUps // partition take-ups under way (stopper.go)
+	// statusToken is the status page's anti-forgery token
+	// (status_actions.go).
+	statusToken string
+	ran         atomic.Bool
+	returned    atomic.Bool // Run returned
+	crashed     atomic.Bool // set by tests to stop committing, as a killed process would
 }
 
 func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }

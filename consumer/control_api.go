@@ -271,10 +271,16 @@ func (c *Consumer) LimitSession(ctx context.Context, topic, session string, l Li
 }
 
 func (c *Consumer) control(ctx context.Context, write func(ControlTarget) (ControlledSession, error)) (ControlledSession, error) {
+	return c.controlAs(ctx, "", write)
+}
+
+// controlAs writes a setting through write as by ("": this process's
+// user@host) and has this member read it back at once.
+func (c *Consumer) controlAs(_ context.Context, by string, write func(ControlTarget) (ControlledSession, error)) (ControlledSession, error) {
 	if c.ctlLog == nil {
 		return ControlledSession{}, fmt.Errorf("%w: Control.Enabled is false: turn per-session control on to pause or limit sessions", ErrConfig)
 	}
-	s, err := write(ControlTarget{Brokers: c.cfg.Brokers, Group: c.cfg.Group, Topic: c.cfg.Control.Topic, ClientOptions: c.cfg.ClientOptions})
+	s, err := write(ControlTarget{Brokers: c.cfg.Brokers, Group: c.cfg.Group, Topic: c.cfg.Control.Topic, By: by, ClientOptions: c.cfg.ClientOptions})
 	if err == nil {
 		select {
 		case c.ctlLog.kick <- struct{}{}: // read it now

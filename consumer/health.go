@@ -127,6 +127,7 @@ func commitReason(parts []PartitionStats, now time.Time) string {
 //	GET livez         200 when Live, else 503; the reasons in the body
 //	GET readyz        200 when Ready, else 503; the reasons in the body
 //	GET status        the member's status page: Health and Stats as HTML for people
+//	POST status/...   its actions (release, pause, resume), with Config.StatusActions
 //	GET debug/lanes   Health and Stats as JSON (watermark holders, hot sessions)
 //
 // Mount it under a prefix of your own, for example
@@ -142,6 +143,7 @@ func (c *Consumer) HealthHandler() http.Handler {
 		writeProbe(w, h.Ready, h.Reasons)
 	})
 	mux.HandleFunc("GET /status", c.serveStatus)
+	mux.Handle("POST /status/", c.statusActions())
 	mux.HandleFunc("GET /debug/lanes", func(w http.ResponseWriter, r *http.Request) {
 		st := c.Stats()
 		w.Header().Set("Content-Type", "application/json")

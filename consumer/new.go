@@ -70,6 +70,7 @@ func build(cfg Config) (*Consumer, error) {
 		c.ctlLog = newControlLog(&c.cfg)
 	}
 	c.held = &hold.Clock{}
+	c.statusToken = newStatusToken()
 	c.member.heldTime = c.held
 	c.stop.done = make(chan struct{})
 	c.stop.begun, c.stop.begin = context.WithCancel(context.Background())

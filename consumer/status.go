@@ -47,6 +47,11 @@ type statusView struct {
 	Parking, Control bool
 	HandlerTimeout   time.Duration
 	Refresh          int
+	// Actions: the page's forms are shown (Config.StatusActions), each
+	// with Token; Did is the outcome of the last one.
+	Actions    bool
+	Token, Did string
+	Topics     []string
 }
 
 // parkedView is one parked session of an owned partition.
@@ -154,11 +159,16 @@ func roundDur(d time.Duration) time.Duration {
 }
 
 // serveStatus writes the status page.
-func (c *Consumer) serveStatus(w http.ResponseWriter, _ *http.Request) {
+func (c *Consumer) serveStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	if err := statusTmpl.Execute(w, c.statusView(time.Now())); err != nil {
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	v := c.statusView(time.Now())
+	if v.Actions = c.cfg.StatusActions; v.Actions {
+		v.Token, v.Did, v.Topics = c.statusToken, r.URL.Query().Get("did"), c.cfg.Topics
+		v.Refresh = 30 // time to fill a form
+	}
+	if err := statusTmpl.Execute(w, v); err != nil {
 		c.log().Debug().Err(err).Msg("status page: writing it failed (the reader went away?)")
 	}
 }

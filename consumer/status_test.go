@@ -1,13 +1,17 @@
 package consumer
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // TestStatusPage: the status page is served as HTML next to livez and
@@ -54,4 +58,108 @@ func TestStatusPage(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStatusActions: the page's actions are refused when
+// Config.StatusActions is off, without the page's token, with a wrong one,
+// and from another site; with the token, a pause and a resume from the
+// page reach the control topic, each logged with who asked.
+func TestStatusActions(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produce("chats", []string{"chat-0001"}, 1)
+	var logs syncBuffer
+	lg := zerolog.New(&logs)
+	run := func(actions bool) (*Consumer, *httptest.Server, func() error) {
+		rec := newRecorder(1, nil)
+		cfg := e.config("g-actions", "chats")
+		cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+		cfg.StatusActions, cfg.Logger = actions, &lg
+		c, err := New(cfg, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, c)
+		srv := httptest.NewServer(http.StripPrefix("/lanes", c.HealthHandler()))
+		t.Cleanup(srv.Close)
+		return c, srv, stop
+	}
+	post := func(srv *httptest.Server, path string, form url.Values, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/lanes/status/"+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	c, srv, stop := run(false)
+	pause := url.Values{"token": {c.statusToken}, "topic": {"chats"}, "session": {"chat-0002"}, "reason": {"spam"}}
+	if r := post(srv, "pause", pause, nil); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a pause with actions off: %d, want 403", r.StatusCode)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, srv, stop = run(true)
+	pause.Set("token", c.statusToken) // each consumer has its own
+	page := getPage(t, srv)
+	token := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if token == nil || token[1] != c.statusToken {
+		t.Fatalf("the page carries no token in its forms:\n%s", page)
+	}
+	for _, tc := range []struct {
+		what string
+		form url.Values
+		hdr  map[string]string
+	}{
+		{"no token", url.Values{"topic": {"chats"}, "session": {"chat-0002"}}, nil},
+		{"a wrong token", url.Values{"token": {"00"}, "topic": {"chats"}, "session": {"chat-0002"}}, nil},
+		{"another site", pause, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+	} {
+		if r := post(srv, "pause", tc.form, tc.hdr); r.StatusCode != http.StatusForbidden {
+			t.Errorf("a pause with %s: %d, want 403", tc.what, r.StatusCode)
+		}
+	}
+	if s := c.Stats().Control.Sessions; len(s) != 0 {
+		t.Fatalf("refused pauses reached the control topic: %+v", s)
+	}
+	r := post(srv, "pause", pause, map[string]string{"X-Forwarded-User": "alice"})
+	if r.StatusCode != http.StatusSeeOther || !strings.Contains(r.Header.Get("Location"), "done") {
+		t.Fatalf("a pause with the token: %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+	waitFor(t, "the pause read back", func() bool {
+		s := c.Stats().Control.Sessions
+		return len(s) == 1 && s[0].Paused && s[0].By == "alice (status page)" && s[0].Reason == "spam"
+	}, func() string { return fmt.Sprintf("%+v", c.Stats().Control) })
+	if r := post(srv, "resume", url.Values{"token": {c.statusToken}, "topic": {"chats"}, "session": {"chat-0002"}}, nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a resume with the token: %d", r.StatusCode)
+	}
+	waitFor(t, "the resume read back", func() bool { return len(c.Stats().Control.Sessions) == 0 },
+		func() string { return fmt.Sprintf("%+v", c.Stats().Control) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"outcome":"refused: no valid token"`, `"outcome":"refused: a cross-origin request"`, `"by":"alice (status page)"`} {
+		if !strings.Contains(string(logs.Bytes()), want) {
+			t.Errorf("the log lacks %s", want)
+		}
+	}
+}
+
+// getPage reads the status page.
+func getPage(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/lanes/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,4 +151,62 @@ func TestStatusPageInBrowser(t *testing.T) {
 			t.Errorf("%s: the page shows %q, want it to contain %q", check.what, check.got, check.want)
 		}
 	}
+}
+
+// TestStatusReleaseInBrowser: with Config.StatusActions, a session held
+// after its park budget is released from the status page in Chromium (its
+// release button, a POST with the page's token): its records are handled
+// next, in order, nothing lost; the page then says the release was done.
+func TestStatusReleaseInBrowser(t *testing.T) {
+	ctx := browser(t)
+	c := newCluster(t)
+	topic, dlq := c.parkTopics(t)
+	l := lanestest.NewLedger()
+	const held = "chat-held"
+	cfg := c.parkConfig("console-release", topic, dlq, 1, consumer.ParkHold)
+	cfg.StatusActions = true
+	var down atomic.Bool
+	down.Store(true)
+	h := consumer.HandlerFunc(func(ctx context.Context, m *consumer.Message) error {
+		if strings.HasPrefix(string(m.Record.Value), held+"|") && down.Load() {
+			return errors.New("its backend is down")
+		}
+		return nil
+	})
+	sessions := []string{held, "chat-a", "chat-b"}
+	start := time.Now()
+	c.produce(t, topic, sessions, 5, l)
+	m := startMember(t, "m1", cfg, l.Handler("m1", h))
+	waitFor(t, "the session held, the others handled", time.Minute, func() bool {
+		holds := 0
+		for _, p := range m.c.Stats().Partitions {
+			holds += p.Park.Held
+		}
+		return holds == 1 && l.Accounted() >= 10 // the others' 10 (the held one's first is dead-lettered: read below)
+	})
+	down.Store(false) // its backend is back: an operator releases it
+	srv := httptest.NewServer(http.StripPrefix("/lanes", m.c.HealthHandler()))
+	defer srv.Close()
+	button := fmt.Sprintf(`#parked tr[data-session=%q] button`, held)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/lanes/status"), chromedp.WaitVisible(button)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(button), chromedp.WaitVisible("#did")); err != nil {
+		t.Fatal(err)
+	}
+	did, err := chromedp.Run(ctx, chromedp.Text("#did"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(did, "release held session") || !strings.Contains(did, "done") {
+		t.Fatalf("the page after the release says %q", did)
+	}
+	waitFinished(t, l, len(sessions)*5-1, time.Minute) // all but the held one's first, dead-lettered when its budget was spent
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.readDLQ(t, dlq, l)); n != 1 {
+		t.Fatalf("%d dead letters; want the held session's first record", n)
+	}
+	assertClean(t, c, l.Report(), time.Since(start), false)
 }
