@@ -86,13 +86,14 @@ func (c *Consumer) log() *zerolog.Logger { return c.cfg.Logger }
 // controlLog is where the member is in the control topic. It is used by
 // Run (the load) and then by the control loop only.
 type controlLog struct {
-	cfg    *Config
-	topic  string
-	id     kadm.TopicID // the incarnation read; a topic made again starts over
-	next   int64        // the next offset to read
-	kick   chan struct{}
-	loaded atomic.Bool                   // read to its end before the first poll
-	failed atomic.Pointer[controlFailed] // the reads failing, nil when the last one succeeded
+	cfg     *Config
+	topic   string
+	id      kadm.TopicID // the incarnation read; a topic made again starts over
+	next    int64        // the next offset to read
+	missing atomic.Bool  // the topic was missing at the last read (logged once)
+	kick    chan struct{}
+	loaded  atomic.Bool                   // read to its end before the first poll
+	failed  atomic.Pointer[controlFailed] // the reads failing, nil when the last one succeeded
 }
 
 // controlFailed is since when reading the control topic fails, and the

@@ -30,6 +30,11 @@ func controlKey(w *work) control.Key {
 // now; when not, l sleeps and its wake is left with the gate (paused) or
 // the alarms (a rate).
 func (c *Consumer) admitLane(l *lane, w *work) bool {
+	if h := l.sleptOn; h != nil { // it slept on h until now
+		h.p.sleep(h.seq, false)
+		c.ctl.Forget(controlKey(h), l) // a wake left behind (its partition fenced meanwhile), if any
+		l.sleptOn = nil
+	}
 	l.asleep = awake
 	select {
 	case <-w.p.fence:
@@ -40,7 +45,7 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 	if c.ctl.Free(k, w.resource, &w.ticket) {
 		return true // the common case: the session is not controlled, no limit applies
 	}
-	if c.park != nil && c.ctl.Paused(k) {
+	if c.parksPaused(w) && c.ctl.Paused(k) {
 		return true // parked by process, or its parked retry waits (retryParked)
 	}
 	l.sleeps++
@@ -56,7 +61,18 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 		l.asleep = sleepRated
 		c.alarms.At(v.Until, wake)
 	}
+	l.sleptOn = w
+	w.p.sleep(w.seq, true)
 	return false
+}
+
+// parksPaused reports whether a paused session's record w is parked
+// rather than left waiting in its lane: with parking on, in a lane of its
+// session's own (OrderSession). A lane shared by sessions (OrderPartition)
+// or of one record (OrderNone) is parked and retried by its lane's key,
+// which names no session: its paused records wait in their lanes.
+func (c *Consumer) parksPaused(w *work) bool {
+	return c.park != nil && (w.parkRetry || w.lane == w.session)
 }
 
 // pausedNow reports whether w's session is paused (false without control).

@@ -153,7 +153,7 @@ func readSettings(ctx context.Context, ct ControlTarget, cl *kgo.Client) (map[co
 	nop := zerolog.Nop()
 	cfg := &Config{Brokers: ct.Brokers, ClientOptions: ct.ClientOptions, Control: ControlPolicy{Topic: ct.Topic}, FetchMaxWait: DefaultFetchMaxWait, Logger: &nop}
 	log := newControlLog(cfg)
-	_, end, err := log.end(ctx, kadm.NewClient(cl))
+	_, start, end, err := log.span(ctx, cl)
 	if errors.Is(err, errControlMissing) {
 		return map[control.Key]control.Setting{}, nil
 	}
@@ -161,7 +161,7 @@ func readSettings(ctx context.Context, ct ControlTarget, cl *kgo.Client) (map[co
 		return nil, fmt.Errorf("consumer: control: control topic %s: %w", ct.Topic, err)
 	}
 	m := map[control.Key]control.Setting{}
-	err = readRange(ctx, cfg, "control", ct.Topic, 0, 0, end, func(r *kgo.Record) {
+	err = readRange(ctx, cfg, "control", ct.Topic, 0, start, end, func(r *kgo.Record) {
 		group, k, s, err := control.Decode(r.Key, r.Value)
 		switch {
 		case err != nil || group != ct.Group:
@@ -195,8 +195,12 @@ func changeSetting(ctx context.Context, ct ControlTarget, topic, session string,
 		return ControlledSession{}, fmt.Errorf("consumer: control: %w", err)
 	}
 	defer cl.Close()
-	if err := ensureControlTopic(ctx, kadm.NewClient(cl), ct); err != nil {
-		return ControlledSession{}, err
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return ControlledSession{}, fmt.Errorf("consumer: control: look up topic %s: %w", topic, err)
+	}
+	if td[topic].Err != nil {
+		return ControlledSession{}, fmt.Errorf("%w: topic %s: %v: name a topic the group consumes", ErrTopicMissing, topic, td[topic].Err)
 	}
 	m, err := readSettings(ctx, ct, cl)
 	if err != nil {
@@ -204,12 +208,16 @@ func changeSetting(ctx context.Context, ct ControlTarget, topic, session string,
 	}
 	k := control.Key{Topic: topic, Session: session}
 	s := m[k]
+	was := s
 	if err := change(&s); err != nil {
 		return ControlledSession{}, err
 	}
-	s.By, s.At, s.Reason = ct.By, time.Now().UTC(), clip.UTF8(s.Reason, maxControlReason)
-	if td, err := kadm.NewClient(cl).ListTopics(ctx, topic); err == nil && td[topic].Err == nil {
-		s.TopicID = td[topic].ID.String()
+	s.By, s.Reason, s.TopicID = ct.By, clip.UTF8(s.Reason, maxControlReason), td[topic].ID.String()
+	if s.At.IsZero() || s.Paused != was.Paused {
+		s.At = time.Now().UTC() // since when it is paused (or limited): a limit set on a paused session keeps its pause's age
+	}
+	if err := ensureControlTopic(ctx, kadm.NewClient(cl), ct); err != nil {
+		return ControlledSession{}, err
 	}
 	key, value, err := control.Encode(ct.Group, k, s)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lanesdev/lanes/consumer/internal/control"
 )
@@ -22,54 +23,71 @@ import (
 // paused or limited.
 var errControlMissing = errors.New("control topic missing")
 
-// end is the control topic's incarnation and end offset.
-func (cl *controlLog) end(ctx context.Context, adm *kadm.Client) (kadm.TopicID, int64, error) {
-	td, err := adm.ListTopics(ctx, cl.topic)
+// span is the control topic's incarnation, start and end offsets. Its
+// metadata is asked of the brokers each time (kadm's ListTopics would
+// answer a missing topic from the client's cache for seconds).
+func (cl *controlLog) span(ctx context.Context, kc *kgo.Client) (id kadm.TopicID, start, end int64, err error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(cl.topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, kc)
 	if err != nil {
-		return kadm.TopicID{}, 0, err
+		return id, 0, 0, err
 	}
-	t, ok := td[cl.topic]
-	if !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
-		return kadm.TopicID{}, 0, errControlMissing
+	if len(resp.Topics) != 1 {
+		return id, 0, 0, fmt.Errorf("control topic %s: the brokers answered for %d topics", cl.topic, len(resp.Topics))
 	}
-	if t.Err != nil {
-		return kadm.TopicID{}, 0, t.Err
+	switch err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return id, 0, 0, errControlMissing
+	case err != nil:
+		return id, 0, 0, err
 	}
-	ends, err := adm.ListEndOffsets(ctx, cl.topic)
-	if err != nil {
-		return kadm.TopicID{}, 0, err
+	id = resp.Topics[0].TopicID
+	adm := kadm.NewClient(kc)
+	var offs [2]int64
+	for i, list := range []func(context.Context, ...string) (kadm.ListedOffsets, error){adm.ListStartOffsets, adm.ListEndOffsets} {
+		lo, err := list(ctx, cl.topic)
+		if err != nil {
+			return id, 0, 0, err
+		}
+		o, ok := lo.Lookup(cl.topic, 0)
+		if !ok {
+			return id, 0, 0, fmt.Errorf("control topic %s: no partition 0", cl.topic)
+		}
+		if o.Err != nil {
+			return id, 0, 0, o.Err
+		}
+		offs[i] = o.Offset
 	}
-	o, ok := ends.Lookup(cl.topic, 0)
-	if !ok {
-		return kadm.TopicID{}, 0, fmt.Errorf("control topic %s: no partition 0", cl.topic)
-	}
-	if o.Err != nil {
-		return kadm.TopicID{}, 0, o.Err
-	}
-	return t.ID, o.Offset, nil
+	return id, offs[0], offs[1], nil
 }
 
 // controlRead reads the control topic's entries written since the last
 // read and applies those of this group. A topic made again (another
 // incarnation) is read from its start, every earlier setting dropped.
-func (c *Consumer) controlRead(ctx context.Context, adm *kadm.Client) error {
+func (c *Consumer) controlRead(ctx context.Context, kc *kgo.Client) error {
 	cl := c.ctlLog
-	id, end, err := cl.end(ctx, adm)
+	id, start, end, err := cl.span(ctx, kc)
 	if errors.Is(err, errControlMissing) {
-		if cl.next > 0 || cl.id != (kadm.TopicID{}) {
-			c.controlReset("the control topic was deleted")
+		if cl.id != (kadm.TopicID{}) && !cl.missing.Load() {
+			c.log().Warn().Str("control_topic", cl.topic).Int("settings", len(c.ctl.Snapshot())).
+				Msg("control: the control topic is gone (deleted, or a broker does not know it yet): this member keeps the settings it read; a control topic made again is read from its start and replaces them")
 		}
-		cl.id, cl.next = kadm.TopicID{}, 0
+		cl.missing.Store(true)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("control topic %s: %w", cl.topic, err)
 	}
+	cl.missing.Store(false)
 	if cl.id != id && cl.id != (kadm.TopicID{}) || end < cl.next {
 		c.controlReset("the control topic was made again")
 		cl.next = 0
 	}
 	cl.id = id
+	cl.next = max(cl.next, start) // records deleted below the start: nothing to read there
 	if end <= cl.next {
 		return nil
 	}
@@ -137,10 +155,9 @@ func (c *Consumer) logSetting(k control.Key, was, now control.Setting) {
 // trying again until it succeeds or ctx ends: a member that handled
 // records before it knew the pauses would break them.
 func (c *Consumer) controlLoad(ctx context.Context) error {
-	adm := kadm.NewClient(c.client)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-		err := c.controlRead(rctx, adm)
+		err := c.controlRead(rctx, c.client)
 		cancel()
 		c.ctlLog.noteRead(err, time.Now())
 		if err == nil {
@@ -174,7 +191,6 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 	if c.ctlLog != nil {
 		kick = c.ctlLog.kick
 	}
-	adm := kadm.NewClient(c.client)
 	for {
 		select {
 		case <-ctx.Done():
@@ -184,7 +200,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		}
 		if c.ctlLog != nil {
 			rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-			err := c.controlRead(rctx, adm)
+			err := c.controlRead(rctx, c.client)
 			if ctx.Err() == nil {
 				c.ctlLog.noteRead(err, time.Now())
 			}

@@ -37,12 +37,12 @@ func sortControlled(ss []ControlledSession) {
 // maxControlReasons bounds the paused sessions Health names one by one.
 const maxControlReasons = 5
 
-// controlReasons is what Health says of per-session control at now: a
-// partition whose buffer is full behind a paused or throttled session
-// (its other sessions wait: never in silence), and sessions paused longer
-// than Control.PausedHealthAge.
-func (c *Consumer) controlReasons(st Stats, now time.Time) []string {
-	var out []string
+// controlReasons is what Health says of per-session control at now: as
+// reasons, a partition whose buffer is full behind a paused or throttled
+// session (its other sessions wait: never in silence) and a control topic
+// that cannot be read; as notices (an operator's decision, not a fault),
+// sessions paused longer than Control.PausedHealthAge.
+func (c *Consumer) controlReasons(st Stats, now time.Time) (out, notices []string) {
 	for _, p := range st.Partitions {
 		if p.HeldWaiting != "" && p.Paused {
 			out = append(out, fmt.Sprintf("%s/%d full (MaxBufferedRecords) behind %s session %q at offset %d since %s: its other sessions wait for it; "+
@@ -51,7 +51,7 @@ func (c *Consumer) controlReasons(st Stats, now time.Time) []string {
 		}
 	}
 	if c.ctlLog == nil {
-		return out
+		return out, nil
 	}
 	if r := c.ctlLog.reason(now); r != "" {
 		out = append(out, r)
@@ -59,7 +59,7 @@ func (c *Consumer) controlReasons(st Stats, now time.Time) []string {
 	var old []string
 	for _, s := range st.Control.Sessions {
 		if s.Paused && now.Sub(s.At) >= c.cfg.Control.PausedHealthAge {
-			old = append(old, fmt.Sprintf("%s/%q (by %s: %s)", s.Topic, s.Session, orNone(s.By), orNone(s.Reason)))
+			old = append(old, fmt.Sprintf("%s/%q (by %q: %q)", s.Topic, s.Session, orNone(s.By), orNone(s.Reason)))
 		}
 	}
 	if len(old) > 0 {
@@ -68,10 +68,10 @@ func (c *Consumer) controlReasons(st Stats, now time.Time) []string {
 			more = fmt.Sprintf(" and %d more", len(old)-maxControlReasons)
 			old = old[:maxControlReasons]
 		}
-		out = append(out, fmt.Sprintf("sessions paused longer than Control.PausedHealthAge (%v): %s%s; resume with lanes session resume, list with lanes session list",
+		notices = append(notices, fmt.Sprintf("sessions paused longer than Control.PausedHealthAge (%v): %s%s; resume with lanes session resume, list with lanes session list",
 			c.cfg.Control.PausedHealthAge, strings.Join(old, ", "), more))
 	}
-	return out
+	return out, notices
 }
 
 func orNone(s string) string {

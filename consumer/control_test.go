@@ -61,7 +61,7 @@ func TestPauseSession(t *testing.T) {
 	e.produce("chats", sessions, 5)
 	rec := newRecorder(100, nil)
 	cfg := e.config("g-pause", "chats")
-	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond, PausedHealthAge: time.Millisecond}
 	cfg.StallTimeout, cfg.SkipStalled = 100*time.Millisecond, true
 	run := func() (*Consumer, func() error) {
 		c, err := New(cfg, rec)
@@ -86,6 +86,11 @@ func TestPauseSession(t *testing.T) {
 		}
 		if handledOf(rec, paused) != 0 {
 			t.Fatalf("round %d: the paused session was handled", round)
+		}
+		h := c.Health()
+		if !slices.ContainsFunc(h.Notices, func(n string) bool { return strings.Contains(n, "paused longer than Control.PausedHealthAge") }) ||
+			slices.ContainsFunc(h.Reasons, func(r string) bool { return strings.Contains(r, "paused") }) {
+			t.Fatalf("round %d: Health %+v: a long pause is a notice, not a reason (an operator's decision does not make members not ready)", round, h)
 		}
 		if round == 1 {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -392,9 +397,9 @@ func TestControlUnreadable(t *testing.T) {
 
 // TestControlOtherGroupAndRemade: another group's pause of the same
 // session of the same topic does not pause it for this group; a control
-// topic deleted while a session is paused drops the pause (the member
-// logs it and the session's records run), and one made again is read from
-// its start (a pause in it holds).
+// topic deleted while a session is paused keeps the pause (a broker that
+// does not know the topic yet answers the same), and one made again is
+// read from its start: its settings replace those read before.
 func TestControlOtherGroupAndRemade(t *testing.T) {
 	e := newEnv(t, 1, "chats", "dlq")
 	pauseBefore(t, e, "another-group", "chats", "chat-0000")
@@ -420,15 +425,19 @@ func TestControlOtherGroupAndRemade(t *testing.T) {
 	if _, err := adm.DeleteTopics(ctx, DefaultControlTopic); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t) // its pause dropped with the topic: chat-0001 runs
-	if s := c.Stats().Control.Sessions; len(s) != 0 {
-		t.Fatalf("settings after the control topic was deleted: %+v", s)
+	// Gone, the topic takes no pause with it: a broker that does not know
+	// it yet says the same.
+	waitFor(t, "the control topic's absence seen", func() bool { return c.ctlLog.missing.Load() },
+		func() string { return "not yet" })
+	if s := c.Stats().Control.Sessions; len(s) != 1 || s[0].Session != "chat-0001" || handledOf(rec, "chat-0001") != 0 {
+		t.Fatalf("settings after the control topic was deleted: %+v, chat-0001 handled %d times; want its pause kept", s, handledOf(rec, "chat-0001"))
 	}
-	pauseBefore(t, e, "g-remade", "chats", "chat-0002") // makes the topic again
-	waitFor(t, "the pause in the topic made again read", func() bool {
+	pauseBefore(t, e, "g-remade", "chats", "chat-0002") // makes the topic again: it replaces what was read
+	waitFor(t, "the pause in the topic made again read, the old one dropped", func() bool {
 		s := c.Stats().Control.Sessions
 		return len(s) == 1 && s[0].Session == "chat-0002" && s[0].Paused
 	}, func() string { return fmt.Sprintf("%+v", c.Stats().Control) })
+	rec.wait(t) // chat-0001 resumed with the old topic's settings: its records run
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

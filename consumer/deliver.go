@@ -41,7 +41,7 @@ func (c *Consumer) process(l *lane, w *work) {
 	if c.park != nil && c.forwardParked(w) { // after a moved wait: its records parked on old partitions count too
 		return
 	}
-	if c.park != nil && c.pausedNow(w) { // paused by an operator: out of its partition's way
+	if c.parksPaused(w) && c.pausedNow(w) { // paused by an operator: out of its partition's way
 		w.p.finish(w.seq, c.parkPaused(w))
 		return
 	}

@@ -29,6 +29,11 @@ type Health struct {
 	// naming the partition, offset, session and since when; empty (never
 	// nil) when it is ready.
 	Reasons []string `json:"reasons"`
+	// Notices lists what an operator may want to know that does not make
+	// the member not ready: an operator's own decisions that have lasted
+	// long, such as sessions paused longer than Control.PausedHealthAge.
+	// Empty, never nil, when there is none.
+	Notices []string `json:"notices"`
 }
 
 // Health evaluates the consumer's health from its Stats.
@@ -37,7 +42,7 @@ func (c *Consumer) Health() Health {
 }
 
 func (c *Consumer) health(st Stats, now time.Time) Health {
-	h := Health{Live: c.ran.Load() && !c.returned.Load(), Reasons: []string{}}
+	h := Health{Live: c.ran.Load() && !c.returned.Load(), Reasons: []string{}, Notices: []string{}}
 	switch {
 	case !c.ran.Load():
 		h.Reasons = append(h.Reasons, "not running: Run has not been called")
@@ -68,7 +73,8 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 		h.Reasons = append(h.Reasons, parkReasons(st.Partitions, c.cfg.Park.HealthAge)...)
 	}
 	h.Reasons = append(h.Reasons, growthReasons(st.Growing, c.cfg.Growth.HealthAge)...)
-	h.Reasons = append(h.Reasons, c.controlReasons(st, now)...)
+	reasons, notices := c.controlReasons(st, now)
+	h.Reasons, h.Notices = append(h.Reasons, reasons...), append(h.Notices, notices...)
 	if r := commitReason(st.Partitions, now); r != "" {
 		h.Reasons = append(h.Reasons, r)
 	}

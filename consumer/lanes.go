@@ -376,8 +376,9 @@ type lane struct {
 	// asleep says why the lane waits without a worker (control.go):
 	// its session paused or held by a rate; sleeps counts its sleeps, so
 	// that only the wake of the last one starts it. Guarded by s.mu.
-	asleep sleepKind
-	sleeps uint64
+	asleep  sleepKind
+	sleeps  uint64
+	sleptOn *work // the head it sleeps on
 
 	// The attempt under way, for the watchdog: since is its start, a clock
 	// stamp (clock.go), 0 when the lane is between attempts; begin stores it

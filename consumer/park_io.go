@@ -202,7 +202,9 @@ func readRange(ctx context.Context, cfg *Config, what, topic string, part int32,
 	if from >= 0 {
 		at = kgo.NewOffset().At(from)
 	}
-	cl, err := newReader(cfg, what, topic, map[int32]kgo.Offset{part: at})
+	// Transaction markers are kept, and passed over: one at to-1 (another
+	// writer's transaction) is what shows the read reached its end.
+	cl, err := newReader(cfg, what, topic, map[int32]kgo.Offset{part: at}, kgo.KeepControlRecords())
 	if err != nil {
 		return fmt.Errorf("start %s reader: %w", what, err)
 	}
@@ -223,7 +225,9 @@ func readRange(ctx context.Context, cfg *Config, what, topic string, part int32,
 				reached = true
 				return
 			}
-			fn(r)
+			if !r.Attrs.IsControl() {
+				fn(r)
+			}
 			reached = reached || r.Offset >= to-1
 		})
 		if reached {

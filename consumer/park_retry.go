@@ -61,6 +61,10 @@ func (c *Consumer) retryParked(l *lane, w *work) {
 		return
 	}
 	rw := &work{rec: src, p: p, seq: parkSeq, session: c.parkedSessionOf(src), lane: w.lane, resource: c.parkedResourceOf(src)}
+	if rw.session != w.lane && c.pausedNow(rw) {
+		p.parkRetryLater(w.lane, time.Now()) // not counted: its record's session is paused (a lane shared by sessions)
+		return
+	}
 	rw.msg = Message{Record: src, SessionID: rw.session, EventID: eventid.FromRecord(src), Group: c.cfg.Group,
 		Attempt: inLane + h.Retries + 1} // counted across the hop: its attempts in its lane, then its retries from the park topic
 	// The breaker holds a parked retry as any attempt: during an outage

@@ -105,6 +105,11 @@ type partition struct {
 	prior            offsets.Skipper // offsets completed before this assignment
 
 	stall stallClock // the stall watch's sample (stall_clock.go)
+	// asleep are the records at the head of a sleeping lane (paused or
+	// rate-held: control.go), which the stall clock does not count. Under
+	// asleepMu alone (taken under a shard's lock, and under p.mu).
+	asleepMu sync.Mutex
+	asleep   map[uint64]struct{}
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
 

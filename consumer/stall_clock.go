@@ -36,7 +36,7 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr hold.Rea
 	wm := p.tr.Watermark()
 	offset, pending := p.tr.HeldBy()
 	head, _ := p.tr.Head()
-	if wm != sc.lastWM || !pending || p.fenced || p.movedHeadLocked(head) { // a moved session's wait is no stall
+	if wm != sc.lastWM || !pending || p.fenced || p.movedHeadLocked(head) || p.isAsleep(head) { // a moved session's wait, or a paused or throttled one's, is no stall
 		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.Total, sampled: now, held: hr.On != 0}
 		return stallSample{}
 	}
@@ -67,4 +67,29 @@ func (p *partition) stallStatsLocked(ps *PartitionStats, now time.Time) {
 		ps.StalledFor += max(now.Sub(sc.sampled), 0)
 	}
 	ps.Stalled = sc.stalled && !sc.held
+}
+
+// sleep marks record seq as waiting at the head of a sleeping lane (its
+// session paused or rate-held), or no longer (on false): the stall clock
+// starts again while it sleeps, so a record resumed after a long pause has
+// its whole StallTimeout.
+func (p *partition) sleep(seq uint64, on bool) {
+	p.asleepMu.Lock()
+	defer p.asleepMu.Unlock()
+	if on {
+		if p.asleep == nil {
+			p.asleep = map[uint64]struct{}{}
+		}
+		p.asleep[seq] = struct{}{}
+		return
+	}
+	delete(p.asleep, seq)
+}
+
+// isAsleep reports whether record seq waits at the head of a sleeping lane.
+func (p *partition) isAsleep(seq uint64) bool {
+	p.asleepMu.Lock()
+	defer p.asleepMu.Unlock()
+	_, ok := p.asleep[seq]
+	return ok
 }

@@ -318,8 +318,8 @@ func (t *topicRun) checkControl(r *TopicResult, info topicInfo) {
 		wrong = append(wrong, fmt.Sprintf("has %s: the control topic needs exactly 1; once no session is paused (lanes session list), delete %s and run lanes topics create again",
 			partitionsText(info.partitions), r.Topic))
 	}
-	if !strings.Contains(info.policy, "compact") {
-		wrong = append(wrong, fmt.Sprintf("not compacted (cleanup.policy=%s): retention would drop a session's pause; kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
+	if !strings.Contains(info.policy, "compact") || strings.Contains(info.policy, "delete") {
+		wrong = append(wrong, fmt.Sprintf("cleanup.policy=%s: it must be compact alone (retention would drop a session's pause); kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
 			info.policy, r.Topic))
 	}
 	if len(wrong) > 0 {

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"math"
 	"strings"
 	"sync"
@@ -79,8 +78,9 @@ type Gate struct {
 
 	mu       sync.Mutex
 	settings map[Key]Setting
-	limits   map[Key]*rate.Limiter // sessions with a rate
-	sleepers map[Key]map[any]func()
+	limits   map[Key]*rate.Limiter  // sessions with a rate
+	sleepers map[Key]map[any]func() // lanes waiting for a paused session's resume
+	rated    map[Key]map[any]func() // lanes waiting for a session's rate: woken early when it changes
 	res      map[string]*resource
 }
 
@@ -95,7 +95,8 @@ type resource struct {
 // (nil: none).
 func NewGate(group string, session Limit, limitOf func(string) Limit) *Gate {
 	return &Gate{group: group, session: session, resource: limitOf,
-		settings: map[Key]Setting{}, limits: map[Key]*rate.Limiter{}, sleepers: map[Key]map[any]func(){}, res: map[string]*resource{}}
+		settings: map[Key]Setting{}, limits: map[Key]*rate.Limiter{}, sleepers: map[Key]map[any]func(){}, rated: map[Key]map[any]func(){},
+		res: map[string]*resource{}}
 }
 
 // Group is the group whose entries the gate takes.
@@ -132,6 +133,12 @@ func (g *Gate) Apply(k Key, s Setting, now time.Time) (wakes []func()) {
 			wakes = append(wakes, w)
 		}
 		delete(g.sleepers, k)
+	}
+	if s.Rate != was.Rate || s.Burst != was.Burst { // its new limit decides their waits
+		for _, w := range g.rated[k] {
+			wakes = append(wakes, w)
+		}
+		delete(g.rated, k)
 	}
 	return wakes
 }
@@ -180,12 +187,10 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.settings[k].Paused {
-		ws := g.sleepers[k]
-		if ws == nil {
-			ws = map[any]func(){}
-			g.sleepers[k.clone()] = ws
+		g.keep(g.sleepers, k, id, wake)
+		if ws := g.rated[k]; ws != nil { // it waits for the resume now, not for a token
+			delete(ws, id)
 		}
-		ws[id] = wake
 		t.cancel(now) // a token taken before the pause would let it run at once after, with the next behind it
 		return Verdict{Paused: true}
 	}
@@ -198,6 +203,7 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 		t.cancel(now) // its limit changed meanwhile: the new one decides
 	}
 	if now.Before(t.NotBefore) {
+		g.keep(g.rated, k, id, wake)
 		return Verdict{Until: t.NotBefore}
 	}
 	if !t.SessionRated {
@@ -205,6 +211,7 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 		var d time.Duration
 		if t.sess, d = reserve(sl, now); d > 0 {
 			t.NotBefore = now.Add(d)
+			g.keep(g.rated, k, id, wake)
 			return Verdict{Until: t.NotBefore}
 		}
 	}
@@ -281,63 +288,27 @@ func (g *Gate) resourceOf(res string, now time.Time) *resource {
 	return r
 }
 
-// Forget drops the wake kept under id for k (its lane no longer waits).
+// keep keeps wake under id for k in m. g.mu held.
+func (g *Gate) keep(m map[Key]map[any]func(), k Key, id any, wake func()) {
+	ws := m[k]
+	if ws == nil {
+		ws = map[any]func(){}
+		m[k.clone()] = ws
+	}
+	ws[id] = wake
+}
+
+// Forget drops the wakes kept under id for k (its lane no longer waits).
 func (g *Gate) Forget(k Key, id any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ws := g.sleepers[k]; ws != nil {
-		delete(ws, id)
-		if len(ws) == 0 {
-			delete(g.sleepers, k)
+	for _, m := range []map[Key]map[any]func(){g.sleepers, g.rated} {
+		if ws := m[k]; ws != nil {
+			delete(ws, id)
+			if len(ws) == 0 {
+				delete(m, k)
+			}
 		}
-	}
-}
-
-// Slot waits, until ctx ends, for one of res's concurrency slots, first
-// come first served; the caller gives it back with Release. A resource
-// without a concurrency limit needs none: held is false, err nil.
-func (g *Gate) Slot(ctx context.Context, res string, now time.Time) (held bool, err error) {
-	g.mu.Lock()
-	r := g.resourceOf(res, now)
-	if r.slots == nil {
-		g.mu.Unlock()
-		return false, nil
-	}
-	r.users++
-	g.mu.Unlock()
-	if err := r.slots.Acquire(ctx, 1); err != nil {
-		g.mu.Lock()
-		r.users--
-		g.mu.Unlock()
-		return false, err
-	}
-	return true, nil
-}
-
-// TrySlot takes one of res's concurrency slots if one is free: ok is
-// true when it did (held) or res needs none (held false), false when the
-// caller must wait for one (Slot).
-func (g *Gate) TrySlot(res string, now time.Time) (held, ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r := g.resourceOf(res, now)
-	switch {
-	case r.slots == nil:
-		return false, true
-	case r.slots.TryAcquire(1):
-		r.users++
-		return true, true
-	}
-	return false, false
-}
-
-// Release gives back a slot of res that Slot returned held.
-func (g *Gate) Release(res string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if r := g.res[res]; r != nil && r.slots != nil {
-		r.slots.Release(1)
-		r.users--
 	}
 }
 

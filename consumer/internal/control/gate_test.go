@@ -178,7 +178,13 @@ func gateModel(t *testing.T, seed uint64) {
 				continue // asleep until its resume
 			}
 			early := !m.until.IsZero() && now.Before(m.until)
-			v := g.Admit(k, "", &m.ticket, now, k, func() { m.woken++ })
+			v := g.Admit(k, "", &m.ticket, now, k, func() {
+				if m.waiting {
+					m.woken++ // its resume
+				} else {
+					m.until = time.Time{} // its limit changed: it asks again, the new limit decides
+				}
+			})
 			switch {
 			case v.Paused:
 				if !m.paused {

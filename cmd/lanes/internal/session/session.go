@@ -156,7 +156,7 @@ func line(s consumer.ControlledSession) string {
 	if len(state) == 0 {
 		state = append(state, "not controlled")
 	}
-	return fmt.Sprintf("%s\tsession %q\t%s\tby %s\tsince %s\treason %q", s.Topic, s.Session, strings.Join(state, ", "),
+	return fmt.Sprintf("%s\tsession %q\t%s\tby %q\tsince %s\treason %q", s.Topic, s.Session, strings.Join(state, ", "),
 		orDash(s.By), s.At.UTC().Format(time.RFC3339), s.Reason)
 }
 

@@ -66,7 +66,7 @@ func TestPauseLimitResumeList(t *testing.T) {
 	must("pause", "--topic", "chats", "--session", "chat-42", "--reason", "moderation", "--by", "ops")
 	must("limit", "--topic", "chats", "--session", "chat-42", "--rate", "2.5", "--burst", "3", "--by", "ops2")
 	out := must("list")
-	if !strings.Contains(out, `session "chat-42"	paused, limited to 2.5/s (burst 3)	by ops2`) || !strings.Contains(out, `reason "moderation"`) || !strings.Contains(out, "1 session controlled, 1 paused (group chat-service") {
+	if !strings.Contains(out, `session "chat-42"	paused, limited to 2.5/s (burst 3)	by "ops2"`) || !strings.Contains(out, `reason "moderation"`) || !strings.Contains(out, "1 session controlled, 1 paused (group chat-service") {
 		t.Fatalf("list after pause and limit:\n%s", out)
 	}
 	must("resume", "--topic", "chats", "--session", "chat-42")
