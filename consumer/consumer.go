@@ -24,15 +24,18 @@ type Consumer struct {
 	h   Handler      // set by New
 	bh  BatchHandler // set by NewBatch
 
-	own     *owners
-	shards  []*shard
-	flow    *flow
-	client  *kgo.Client
-	dlq     *deadLetters // nil without a DeadLetterTopic
-	stats   counters
-	tracer  *tracing.Tracer
-	metrics *metrics
-	brk     *breaker.Breaker // nil unless Config.Breaker.Enabled
+	own    *owners
+	shards []*shard
+	flow   *flow
+	client *kgo.Client
+	// clientNow is client for readers outside Run's goroutines (the
+	// status page), set once it exists.
+	clientNow atomic.Pointer[kgo.Client]
+	dlq       *deadLetters // nil without a DeadLetterTopic
+	stats     counters
+	tracer    *tracing.Tracer
+	metrics   *metrics
+	brk       *breaker.Breaker // nil unless Config.Breaker.Enabled
 	// probeWork is the running probe's record as the lanes know it, kept
 	// by the breaker's gate (gate.go) to name a probe given up as
 	// hung.

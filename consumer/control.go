@@ -34,6 +34,9 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 		h.p.sleep(h.seq, false)
 		c.ctl.Forget(controlKey(h), l) // a wake left behind (its partition fenced meanwhile), if any
 		l.sleptOn = nil
+		if time.Since(l.sleptAt) > c.cfg.StallTimeout/4 {
+			restartStalls(l.queue) // its records held their partitions at an operator's word
+		}
 	}
 	l.asleep = awake
 	select {
@@ -61,9 +64,22 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 		l.asleep = sleepRated
 		c.alarms.At(v.Until, wake)
 	}
-	l.sleptOn = w
+	l.sleptOn, l.sleptAt = w, time.Now()
 	w.p.sleep(w.seq, true)
 	return false
+}
+
+// restartStalls has the partitions of the records ws start their stall
+// clocks again at their next check: the records waited in a sleeping lane,
+// and each has its whole StallTimeout from now on.
+func restartStalls(ws []*work) {
+	var last *partition
+	for _, w := range ws {
+		if w.p != last {
+			w.p.stallAgain.Store(true)
+			last = w.p
+		}
+	}
 }
 
 // parksPaused reports whether a paused session's record w is parked

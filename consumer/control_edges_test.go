@@ -384,3 +384,88 @@ func TestControlTopicEmptied(t *testing.T) {
 		t.Fatalf("the paused session was handled %d times", n)
 	}
 }
+
+// TestWatermarkAgePaused: a partition held by a paused session (no
+// parking) for over a second reports a WatermarkAge of over a second (the
+// status page's "waiting since", Health's "full ... since", the
+// watermark-age metric), while its stall clock stays below StallTimeout.
+// (Found by the second review: the mend that restarted the stall clock
+// restarted the watermark's age too.)
+func TestWatermarkAgePaused(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	const paused = "chat-0000"
+	pauseBefore(t, e, "g-rev-age", "chats", paused)
+	e.produce("chats", sessionNames(2), 2)
+	rec := newRecorder(4, nil)
+	cfg := e.config("g-rev-age", "chats")
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	cfg.StallTimeout = 400 * time.Millisecond
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	defer stop()
+	waitFor(t, "the other session handled", func() bool { return len(rec.snapshot()) == 2 }, func() string { return "" })
+	var p PartitionStats
+	waitFor(t, "the watermark held by the paused session for over a second, not stalled", func() bool {
+		p = c.Stats().Partitions[0]
+		return p.WatermarkAge > time.Second && p.HeldWaiting == "paused" && !p.Stalled
+	}, func() string { return fmt.Sprintf("%+v", p) })
+	if p.StalledFor >= cfg.StallTimeout {
+		t.Fatalf("stall clock %v while paused; StallTimeout %v", p.StalledFor, cfg.StallTimeout)
+	}
+}
+
+// TestCrossTopicResumed: session chat-0000 is paused in topic chats (no
+// parking, SkipStalled on); its lane also holds its record of topic other,
+// which is not paused, queued behind the paused head. After a pause of
+// several StallTimeouts and a resume, no record is dead-lettered as
+// stalled. (Found by the second review: the other partition's stall clock
+// counted the pause, and its record was skipped when the lane woke.)
+func TestCrossTopicResumed(t *testing.T) {
+	e := newEnv(t, 1, "chats", "other", "dlq")
+	const paused = "chat-0000"
+	pauseBefore(t, e, "g-rev-x", "chats", paused)
+	e.produce("chats", []string{paused}, 1)
+	rec := newRecorder(2, func(_ context.Context, m *Message) error {
+		if m.Record.Topic == "chats" {
+			time.Sleep(300 * time.Millisecond) // under StallTimeout
+		}
+		return nil
+	})
+	cfg := e.config("g-rev-x", "chats", "other")
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	cfg.StallTimeout, cfg.SkipStalled = 400*time.Millisecond, true
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "the chats record asleep", func() bool { return c.Stats().Control.LanesPaused == 1 }, func() string { return fmt.Sprintf("%+v", c.Stats().Control) })
+	cl := e.client()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "other", Key: []byte(paused), Value: []byte(paused + "|0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the other topic's record held behind the paused head for three StallTimeouts", func() bool {
+		for _, p := range c.Stats().Partitions {
+			if p.Topic == "other" && p.HeldWaiting == "paused" && p.WatermarkAge > 3*cfg.StallTimeout {
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("%+v", c.Stats().Partitions) })
+	if _, err := c.ResumeSession(ctx, "chats", paused); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t) // both handled: neither skipped as stalled first
+	st := c.Stats()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st.DeadLettered != 0 {
+		t.Fatalf("after the resume: %d dead-lettered (%v), calls %+v", st.DeadLettered, st.DeadLetteredByReason, rec.snapshot())
+	}
+}

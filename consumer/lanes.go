@@ -378,7 +378,8 @@ type lane struct {
 	// that only the wake of the last one starts it. Guarded by s.mu.
 	asleep  sleepKind
 	sleeps  uint64
-	sleptOn *work // the head it sleeps on
+	sleptOn *work     // the head it sleeps on
+	sleptAt time.Time // when it began to sleep
 
 	// The attempt under way, for the watchdog: since is its start, a clock
 	// stamp (clock.go), 0 when the lane is between attempts; begin stores it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/offsets"
@@ -25,8 +26,9 @@ func (p *partition) parkHeldLocked() bool { return p.pk != nil && p.pk.unavailab
 type stallClock struct {
 	lastWM   int64         // the watermark at the last check
 	movedAt  time.Time     // when a check last saw it move
-	heldBase time.Duration // the hold clock's total then
-	counted  time.Duration // the stall clock at the last check: time since movedAt, less the time held
+	countAt  time.Time     // when the stall clock last started: movedAt, or later while its holder slept (control.go)
+	heldBase time.Duration // the hold clock's total at countAt
+	counted  time.Duration // the stall clock at the last check: time since countAt, less the time held
 	sampled  time.Time     // when the last check ran
 	held     bool          // a hold was in force at the last check
 	stalled  bool          // counted reached StallTimeout (kept through a hold)
@@ -110,6 +112,9 @@ type partition struct {
 	// asleepMu alone (taken under a shard's lock, and under p.mu).
 	asleepMu sync.Mutex
 	asleep   map[uint64]struct{}
+	// stallAgain asks the next stall check to start the stall clock
+	// again: a lane holding a record of p woke after a long sleep.
+	stallAgain atomic.Bool
 
 	dlqFails map[uint64]dlqFail // failing dead-letter writes by sequence number, of records not done
 
@@ -150,7 +155,7 @@ func newPartition(workCtx context.Context, k partKey, epoch uint64, max int, not
 		key: k, keyless: nilLane(k), epoch: epoch, max: max, notify: notify, tr: offsets.NewTracker(),
 		attempts: attempts, cancelAttempts: cancel,
 		fence: make(chan struct{}), drained: make(chan struct{}), marked: make(chan struct{}),
-		committed: -1, hwm: -1, stall: stallClock{lastWM: -1, movedAt: time.Now()},
+		committed: -1, hwm: -1, stall: stallClock{lastWM: -1, movedAt: time.Now(), countAt: time.Now()},
 	}
 }
 

@@ -52,6 +52,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
 	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
+	c.clientNow.Store(cl)
 	c.member.setSessionTimeout(cl.OptValue(kgo.SessionTimeout))
 	c.warnRebalanceTimeout()
 	if c.cfg.DeadLetterTopic != "" {

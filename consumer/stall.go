@@ -23,8 +23,9 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 			continue
 		}
 		w, l, attempt := c.holder(p, s.seq)
-		if attempt < 0 {
-			continue // its session is paused or throttled: an operator's choice, not a stall (Health names it)
+		if attempt < 0 { // queued in a sleeping lane: its session, or one ahead of it in its lane, is paused or throttled
+			p.restartStall(now, hr) // an operator's choice, not a stall (Health names it)
+			continue
 		}
 		if s.fresh {
 			c.stats.stalls.Add(1)

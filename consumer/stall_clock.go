@@ -36,11 +36,15 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr hold.Rea
 	wm := p.tr.Watermark()
 	offset, pending := p.tr.HeldBy()
 	head, _ := p.tr.Head()
-	if wm != sc.lastWM || !pending || p.fenced || p.movedHeadLocked(head) || p.isAsleep(head) { // a moved session's wait, or a paused or throttled one's, is no stall
-		*sc = stallClock{lastWM: wm, movedAt: now, heldBase: hr.Total, sampled: now, held: hr.On != 0}
+	if wm != sc.lastWM || !pending || p.fenced || p.movedHeadLocked(head) { // a moved session's wait is no stall
+		*sc = stallClock{lastWM: wm, movedAt: now, countAt: now, heldBase: hr.Total, sampled: now, held: hr.On != 0}
 		return stallSample{}
 	}
-	sc.counted = max(now.Sub(sc.movedAt)-(hr.Total-sc.heldBase), 0)
+	if p.stallAgain.Swap(false) || p.isAsleep(head) { // a paused or throttled session's wait is no stall: the watermark's age goes on
+		p.restartStallLocked(now, hr)
+		return stallSample{}
+	}
+	sc.counted = max(now.Sub(sc.countAt)-(hr.Total-sc.heldBase), 0)
 	sc.sampled, sc.held = now, hr.On != 0
 	s := stallSample{offset: offset, seq: head, counted: sc.counted, since: sc.movedAt}
 	if sc.held {
@@ -50,6 +54,23 @@ func (p *partition) stallCheck(now time.Time, timeout time.Duration, hr hold.Rea
 	sc.stalled = sc.stalled || s.fresh
 	s.stalled = sc.stalled
 	return s
+}
+
+// restartStallLocked starts p's stall clock again at now (its holder
+// waits at an operator's word: a paused or throttled session), keeping the
+// watermark's age. p.mu held.
+func (p *partition) restartStallLocked(now time.Time, hr hold.Reading) {
+	sc := &p.stall
+	sc.countAt, sc.heldBase, sc.counted, sc.stalled = now, hr.Total, 0, false
+	sc.sampled, sc.held = now, hr.On != 0
+}
+
+// restartStall is restartStallLocked for the stall watch, which found the
+// record holding p queued in a sleeping lane.
+func (p *partition) restartStall(now time.Time, hr hold.Reading) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.restartStallLocked(now, hr)
 }
 
 // stallStatsLocked fills in ps's stall fields from the last sample: the

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -58,6 +59,7 @@ type statusView struct {
 type parkedView struct {
 	Topic     string
 	Partition int32
+	Lane      string // its lane's key as the parked set names it (hex in the release form: a keyless lane's has a NUL)
 	ParkedSession
 	Retrying  bool
 	Paused    bool // by an operator (Config.Control): not retried until resumed
@@ -75,8 +77,8 @@ func (c *Consumer) statusView(now time.Time) statusView {
 	v := statusView{Now: now, Group: c.cfg.Group, Health: c.health(st, now), Stats: st, Protocol: c.member.protocol(),
 		Parking: c.park != nil, Control: c.ctlLog != nil, HandlerTimeout: c.cfg.HandlerTimeout, Refresh: statusRefresh}
 	v.Host, _ = os.Hostname()
-	if c.client != nil {
-		v.Member, v.Generation = c.client.GroupMetadata()
+	if cl := c.clientNow.Load(); cl != nil {
+		v.Member, v.Generation = cl.GroupMetadata()
 	}
 	for r, n := range st.DeadLetteredByReason {
 		v.DLQReasons = append(v.DLQReasons, reasonCount{r, n})
@@ -113,7 +115,7 @@ func (p *partition) parkedViews() []parkedView {
 	}
 	var out []parkedView
 	for _, s := range p.pk.set.ParkedSessions() {
-		out = append(out, parkedView{Topic: p.key.topic, Partition: p.key.partition, Retrying: s.Retrying, NotBefore: s.NotBefore,
+		out = append(out, parkedView{Topic: p.key.topic, Partition: p.key.partition, Lane: hex.EncodeToString([]byte(s.Session)), Retrying: s.Retrying, NotBefore: s.NotBefore,
 			ParkedSession: ParkedSession{Topic: p.key.topic, Partition: p.key.partition, Session: sessionName(s.Session), Held: s.Held,
 				Offsets: s.Offsets, Since: s.Since, Retries: s.Retries}})
 	}
@@ -162,7 +164,10 @@ func roundDur(d time.Duration) time.Duration {
 func (c *Consumer) serveStatus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	// No script, nothing from elsewhere, forms only to itself, and never
+	// in another site's frame (a click there would carry the token).
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
 	v := c.statusView(time.Now())
 	if v.Actions = c.cfg.StatusActions; v.Actions {
 		v.Token, v.Did, v.Topics = c.statusToken, r.URL.Query().Get("did"), c.cfg.Topics

@@ -17,8 +17,12 @@ import (
 // page. Each is a POST that carries the page's token (a secret of this
 // process that only a reader of the page has) and passes Go's
 // cross-origin protection (a browser's request from another site is
-// refused), and is logged with who asked. Each answers with a redirect
-// back to the page (post, redirect, get), the outcome in its query.
+// refused; the page may not be framed), and is logged with who asked.
+// Each answers with a redirect back to the page (post, redirect, get),
+// the outcome in its query. The token stops forged requests, not people:
+// whoever can read the page can act, so the page belongs on a private
+// port behind the service's own authentication (a proxy that sets the
+// user it vouches for, which the log then names).
 
 // statusToken is the anti-forgery token of this process's status page.
 func newStatusToken() string {
@@ -35,6 +39,7 @@ func (c *Consumer) statusActions() http.Handler {
 	mux.HandleFunc("POST /status/resume", c.actResume)
 	var cop http.CrossOriginProtection
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10) // a form of a few fields
 		switch {
 		case !c.cfg.StatusActions:
 			http.Error(w, "status page actions are off: set Config.StatusActions to turn them on", http.StatusForbidden)
@@ -55,9 +60,15 @@ func (c *Consumer) actRelease(w http.ResponseWriter, r *http.Request) {
 	topic, session := r.PostFormValue("topic"), r.PostFormValue("session")
 	part, err := strconv.ParseInt(r.PostFormValue("partition"), 10, 32)
 	what := fmt.Sprintf("release held session %q on %s/%s", session, topic, r.PostFormValue("partition"))
+	if lane := r.PostFormValue("lane"); lane != "" && err == nil { // the parked set's own key: a keyless lane's is not its shown name
+		var raw []byte
+		if raw, err = hex.DecodeString(lane); err == nil {
+			session = string(raw)
+		}
+	}
 	switch {
 	case err != nil:
-		c.done(w, r, what, fmt.Errorf("partition: %w", err))
+		c.done(w, r, what, fmt.Errorf("partition or lane: %w", err))
 	case !c.ReleaseParked(topic, int32(part), session):
 		c.done(w, r, what, fmt.Errorf("not held on this member (released already, or its partition moved): reload the page"))
 	default:

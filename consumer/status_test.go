@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,4 +165,57 @@ func getPage(t *testing.T, srv *httptest.Server) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestStatusReleaseKeyless: under OrderPartition a parked lane is the
+// partition's, keyed with a NUL byte and shown as "(no session) chats/0";
+// the page's release form names the lane by its key, so releasing it from
+// the page works. (Found by review: the form posted the shown name, and
+// the release never found the lane.)
+func TestStatusReleaseKeyless(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	e.produce("chats", []string{"chat-0001"}, 3)
+	var down atomic.Bool
+	down.Store(true)
+	rec := newRecorder(2, func(context.Context, *Message) error {
+		if down.Load() {
+			return errors.New("its backend is down")
+		}
+		return nil
+	})
+	cfg := e.config("g-keyless", "chats")
+	cfg.Order = map[string]Order{"chats": OrderPartition}
+	cfg.Park = ParkPolicy{Enabled: true, AfterAttempts: 1, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, MaxAttempts: 1, OnExhausted: ParkHold}
+	cfg.StatusActions = true
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	eventually(t, "the partition's lane held", func() bool {
+		st := c.Stats()
+		return len(st.Partitions) == 1 && st.Partitions[0].Park.Held == 1
+	})
+	down.Store(false)
+	srv := httptest.NewServer(http.StripPrefix("/lanes", c.HealthHandler()))
+	defer srv.Close()
+	m := regexp.MustCompile(`name="lane" value="([0-9a-f]+)"><input type="hidden" name="session" value="([^"]*)"`).FindStringSubmatch(getPage(t, srv))
+	if m == nil {
+		t.Fatal("no release form on the page")
+	}
+	form := url.Values{"token": {c.statusToken}, "topic": {"chats"}, "partition": {"0"}, "lane": {m[1]}, "session": {m[2]}}
+	req, _ := http.NewRequest("POST", srv.URL+"/lanes/status/release", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "done") {
+		t.Fatalf("release of %q from the page: %d %s", m[2], resp.StatusCode, loc)
+	}
+	rec.wait(t) // its two later records, once released (the first was dead-lettered when its budget was spent)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -189,7 +189,9 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 	if g.settings[k].Paused {
 		g.keep(g.sleepers, k, id, wake)
 		if ws := g.rated[k]; ws != nil { // it waits for the resume now, not for a token
-			delete(ws, id)
+			if delete(ws, id); len(ws) == 0 {
+				delete(g.rated, k)
+			}
 		}
 		t.cancel(now) // a token taken before the pause would let it run at once after, with the next behind it
 		return Verdict{Paused: true}
