@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -40,9 +41,12 @@ var (
 		Name: "dlq replay",
 		Args: "--brokers host:port --topic DLQ [flags]",
 		About: "Sends the records of the dead-letter topic DLQ back to their source topic (or --to), with the " +
-			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers; with --reason " +
-			"only the records dead-lettered for that reason. The topic is read up to the end it has at the " +
-			"start, so replaying never loops. --dry-run checks the targets and sends nothing.",
+			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers; --reason, " +
+			"--session and their --skip-* forms choose which. The topic is read up to the end it has at the " +
+			"start, so replaying never loops. --rate caps the records sent a second. The replay's progress is " +
+			"kept in a consumer group of its own (one per selection): stopped (Ctrl-C) or failed, the same " +
+			"command goes on after the last record sent, and a second run of a finished one sends nothing again. " +
+			"--dry-run checks the targets and prints what would be sent.",
 		Docs: "demo.md",
 	}
 )
@@ -146,9 +150,17 @@ func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := replayHelp.FlagSet()
 	var f dlqFlags
 	f.register(fs)
-	to := fs.String("to", "", "send to `TOPIC` instead of each record's source topic")
-	reason := fs.String("reason", "", "only the records whose lanes-dlq-reason is `REASON`: "+reasonList())
+	var sel selection
+	fs.StringVar(&sel.to, "to", "", "send to `TOPIC` instead of each record's source topic")
+	fs.Var((*listFlag)(&sel.reasons), "reason", "only the records whose lanes-dlq-reason is `REASON` (repeat, or commas): "+reasonList())
+	fs.Var((*listFlag)(&sel.skipReasons), "skip-reason", "not the records dead-lettered for `REASON` (repeat, or commas)")
+	fs.Var((*listFlag)(&sel.sessions), "session", "only the records of `SESSION` (their key; repeat, or commas)")
+	fs.Var((*listFlag)(&sel.skipSessions), "skip-session", "not the records of `SESSION` (repeat, or commas)")
 	dry := fs.Bool("dry-run", false, "check the target topics exist and print what would be sent; send nothing")
+	perSecond := fs.Float64("rate", 0, "send at most `N` records a second (0: as fast as the brokers take them)")
+	group := fs.String("group", "", "the consumer `GROUP` that keeps the replay's progress (default: lanes-replay.DLQ. and a hash of the selection)")
+	fromStart := fs.Bool("from-start", false, "ignore the progress of an earlier run of this selection: send every selected record")
+	every := fs.Duration("progress", 5*time.Second, "print progress this often on a long replay (0: never)")
 	if err := cli.Parse(fs, replayHelp, args, stdout); err != nil {
 		return err
 	}
@@ -156,12 +168,34 @@ func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *reason != "" && !consumer.Reason(*reason).Valid() {
-		return fmt.Errorf("--reason %q: want one of %s", *reason, reasonList())
+	for flag, rs := range map[string][]string{"--reason": sel.reasons, "--skip-reason": sel.skipReasons} {
+		for _, r := range rs {
+			if !consumer.Reason(r).Valid() {
+				return fmt.Errorf("%s %q: want one of %s", flag, r, reasonList())
+			}
+		}
+	}
+	if *perSecond < 0 || math.IsNaN(*perSecond) || math.IsInf(*perSecond, 0) {
+		return fmt.Errorf("--rate %v: want a number of records a second, 0 for no cap", *perSecond)
 	}
 	recs, err := readDLQ(ctx, f, opts)
 	if err != nil {
 		return err
 	}
-	return replay(ctx, stdout, f, opts, recs, *to, *reason, *dry)
+	return replay(ctx, stdout, f, opts, recs, sel, *group, *fromStart, *dry, *perSecond, *every)
+}
+
+// listFlag is a repeatable flag whose values may also be separated by
+// commas.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }

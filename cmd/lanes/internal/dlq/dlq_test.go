@@ -262,3 +262,110 @@ func TestReplayEveryReason(t *testing.T) {
 		}
 	}
 }
+
+// cancelAfter is a writer that cancels when a line says n records were
+// replayed.
+type cancelAfter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), fmt.Sprintf("replayed %d of", c.n)) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func (c *cancelAfter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// TestReplayRateStopResume: 30 dead letters replayed at 40 a second; the
+// replay is stopped (as by Ctrl-C) after 10, says how to go on, and the
+// same command sends the other 20; a third run sends nothing. The target
+// gets each event once, and never faster than the rate (by the sent
+// records' timestamps, one record of slack). A skip list leaves a
+// session out.
+func TestReplayRateStopResume(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "chat", "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var dead []*kgo.Record
+	for i := range 33 {
+		s := fmt.Sprintf("chat-%d", i%3)
+		if i >= 30 {
+			s = "chat-skip"
+		}
+		r := &kgo.Record{Topic: "chat-dlq", Key: []byte(s), Value: []byte(fmt.Sprint(i))}
+		eventid.Stamp(r, eventid.ForSequence(s, uint64(i)), s)
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: consumer.HeaderDLQTopic, Value: []byte("chat")},
+			kgo.RecordHeader{Key: consumer.HeaderDLQReason, Value: []byte("permanent")})
+		dead = append(dead, r)
+	}
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"replay", "--brokers", brokers, "--topic", "chat-dlq", "--rate", "40", "--progress", "1ns", "--skip-session", "chat-skip"}
+	rctx, cancel := context.WithCancel(ctx)
+	w := &cancelAfter{n: 10, cancel: cancel}
+	if err := Run(rctx, args, w, w); err != nil {
+		t.Fatalf("the stopped replay: %v\n%s", err, w)
+	}
+	cancel()
+	if !strings.Contains(w.String(), "stopped after 10 of 30 records: run the same command again") {
+		t.Fatalf("the stopped replay said:\n%s", w)
+	}
+	var out bytes.Buffer
+	if err := Run(ctx, args, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "20 records replayed (10 records of this selection replayed before") {
+		t.Fatalf("the resumed replay said:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Run(ctx, args, &out, &out); err != nil || !strings.Contains(out.String(), "0 records replayed (30 records") {
+		t.Fatalf("a third run: %v\n%s", err, out.String())
+	}
+	got, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: time.Minute}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var ats []time.Time
+	for _, r := range got {
+		id := eventid.FromRecord(r)
+		if seen[id] || string(r.Key) == "chat-skip" {
+			t.Fatalf("event %s (%s) replayed twice, or skipped session replayed", id, r.Key)
+		}
+		seen[id] = true
+		ats = append(ats, r.Timestamp)
+	}
+	if len(seen) != 30 {
+		t.Fatalf("%d events replayed, want 30", len(seen))
+	}
+	slices.SortFunc(ats, func(a, b time.Time) int { return a.Compare(b) })
+	for i := range ats {
+		for j := i + 2; j < len(ats); j++ { // burst 1, one record of slack
+			if least := time.Duration(float64(j-i-1) / 40 * float64(time.Second)); ats[j].Sub(ats[i]) < least-time.Millisecond {
+				t.Fatalf("records %d to %d sent in %v; at 40/s at least %v", i, j, ats[j].Sub(ats[i]), least)
+			}
+		}
+	}
+}

@@ -2,16 +2,25 @@ package dlq
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // dlqHeaders are the headers the consumer adds to a dead-lettered record;
@@ -21,68 +30,238 @@ var dlqHeaders = map[string]bool{
 	consumer.HeaderDLQError: true, consumer.HeaderDLQAttempts: true, consumer.HeaderDLQReason: true,
 }
 
-// replay sends the records (those of reason, when given) back to their
-// source topic or to. A dry run checks that every target topic exists and
-// prints what it would send.
-func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, to, reason string, dry bool) error {
-	var out []*kgo.Record
-	targets := map[string]bool{}
-	for _, r := range recs {
-		why, _ := eventid.Header(r, consumer.HeaderDLQReason)
-		if reason != "" && why != reason {
+// selection is which dead letters a replay sends, and where.
+type selection struct {
+	to                     string
+	reasons, skipReasons   []string
+	sessions, skipSessions []string
+}
+
+// picks reports whether r is selected.
+func (s selection) picks(r *kgo.Record) bool {
+	why, _ := eventid.Header(r, consumer.HeaderDLQReason)
+	session := string(r.Key)
+	return (len(s.reasons) == 0 || slices.Contains(s.reasons, why)) && !slices.Contains(s.skipReasons, why) &&
+		(len(s.sessions) == 0 || slices.Contains(s.sessions, session)) && !slices.Contains(s.skipSessions, session)
+}
+
+// group is the consumer group a replay of s from dlq keeps its progress
+// in: one per selection, so that the same command run again goes on
+// where it stopped, and another selection starts from the beginning.
+func (s selection) group(dlq string) string {
+	h := sha256.New()
+	for _, part := range [][]string{{s.to}, s.reasons, s.skipReasons, s.sessions, s.skipSessions} {
+		fmt.Fprintf(h, "%q;", part)
+	}
+	return "lanes-replay." + dlq + "." + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// replayRun is one replay: its flags, its client, its progress.
+type replayRun struct {
+	f        dlqFlags
+	w        io.Writer
+	sel      selection
+	group    string
+	rate     float64
+	every    time.Duration // progress lines
+	cl       *kgo.Client
+	next     map[int32]int64 // per DLQ partition, the offset after the last record replayed
+	sent     int
+	lastSave time.Time
+}
+
+// replay sends the selected records back to their source topic (or
+// --to), at most --rate a second, in the dead-letter topic's order per
+// partition. Its progress is committed in the selection's group after each
+// second of sending and at the end: run again, it goes on after the last
+// record sent (--from-start: from the first). A dry run checks that every
+// target topic exists and prints what it would send. Cancelled (SIGINT), it
+// stops between two records, keeps its progress and says how to go on.
+func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, sel selection, group string, fromStart, dry bool,
+	perSecond float64, every time.Duration) error {
+	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
+	if err != nil {
+		return fmt.Errorf("brokers %s: %w", f.brokers, err)
+	}
+	defer cl.Close()
+	if group == "" {
+		group = sel.group(f.topic)
+	}
+	r := &replayRun{f: f, w: w, sel: sel, group: group, rate: perSecond, every: every, cl: cl, next: map[int32]int64{}}
+	if !fromStart {
+		if err := r.loadProgress(ctx); err != nil {
+			return err
+		}
+	}
+	out, done, err := r.pick(recs)
+	if err != nil {
+		return err
+	}
+	if err := r.checkTargets(ctx, out); err != nil {
+		return err
+	}
+	already := ""
+	if done > 0 {
+		already = fmt.Sprintf(" (%s of this selection replayed before, skipped: progress in group %s; --from-start to send them again)", cli.Count(done, "record"), group)
+	}
+	if dry {
+		for _, o := range out {
+			fmt.Fprintf(w, "would send key=%q to %s (event %s)\n", o.Key, o.Topic, eventid.FromRecord(o))
+		}
+		fmt.Fprintf(w, "%s would be replayed%s\n", cli.Count(len(out), "record"), already)
+		return nil
+	}
+	return r.send(ctx, out, already)
+}
+
+// pick builds the records to send: those selected, after the progress.
+// done counts the selected ones the progress skips.
+func (r *replayRun) pick(recs []*kgo.Record) (out []*kgo.Record, done int, err error) {
+	for _, rec := range recs {
+		if !r.sel.picks(rec) {
 			continue
 		}
-		dest := to
+		if rec.Offset < r.next[rec.Partition] {
+			done++
+			continue
+		}
+		dest := r.sel.to
 		if dest == "" {
-			dest, _ = eventid.Header(r, consumer.HeaderDLQTopic)
+			dest, _ = eventid.Header(rec, consumer.HeaderDLQTopic)
 		}
 		if dest == "" {
-			return fmt.Errorf("record %d/%d of %s has no %s header: name the target topic with --to", r.Partition, r.Offset, f.topic, consumer.HeaderDLQTopic)
+			return nil, 0, fmt.Errorf("record %d/%d of %s has no %s header: name the target topic with --to", rec.Partition, rec.Offset, r.f.topic, consumer.HeaderDLQTopic)
 		}
-		targets[dest] = true
-		n := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value}
-		for _, h := range r.Headers {
+		n := &kgo.Record{Topic: dest, Key: rec.Key, Value: rec.Value, Partition: rec.Partition, Offset: rec.Offset} // Partition, Offset: its place in the DLQ, for the progress
+		for _, h := range rec.Headers {
 			if !dlqHeaders[h.Key] {
 				n.Headers = append(n.Headers, h)
 			}
 		}
 		out = append(out, n)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
-	if err != nil {
-		return fmt.Errorf("brokers %s: %w", f.brokers, err)
-	}
-	defer cl.Close()
-	if len(targets) > 0 {
-		names := make([]string, 0, len(targets))
-		for t := range targets {
-			names = append(names, t)
-		}
-		sort.Strings(names)
-		missing, err := missingTopics(ctx, kadm.NewClient(cl), names...)
-		if err != nil {
-			return awaitErr(f, "looking up the target topics "+strings.Join(names, ", "), err)
-		}
-		if len(missing) > 0 {
-			flagHint := "create them or name another topic with --to"
-			if to != "" {
-				flagHint = "create it or fix --to"
-			}
-			return fmt.Errorf("target topic %s: no such topic on brokers %s: %s", strings.Join(missing, ", "), f.brokers, flagHint)
+	return out, done, nil
+}
+
+// checkTargets fails when a target topic does not exist.
+func (r *replayRun) checkTargets(ctx context.Context, out []*kgo.Record) error {
+	var names []string
+	for _, o := range out {
+		if !slices.Contains(names, o.Topic) {
+			names = append(names, o.Topic)
 		}
 	}
-	if dry {
-		for _, r := range out {
-			fmt.Fprintf(w, "would send key=%q to %s (event %s)\n", r.Key, r.Topic, eventid.FromRecord(r))
-		}
-		fmt.Fprintf(w, "%s would be replayed\n", cli.Count(len(out), "record"))
+	if len(names) == 0 {
 		return nil
 	}
-	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
-		return awaitErr(f, "sending "+cli.Count(len(out), "record"), err)
+	sort.Strings(names)
+	ctx, cancel := context.WithTimeout(ctx, r.f.timeout)
+	defer cancel()
+	missing, err := missingTopics(ctx, kadm.NewClient(r.cl), names...)
+	if err != nil {
+		return awaitErr(r.f, "looking up the target topics "+strings.Join(names, ", "), err)
 	}
-	fmt.Fprintf(w, "%s replayed\n", cli.Count(len(out), "record"))
+	if len(missing) > 0 {
+		hint := "create them or name another topic with --to"
+		if r.sel.to != "" {
+			hint = "create it or fix --to"
+		}
+		return fmt.Errorf("target topic %s: no such topic on brokers %s: %s", strings.Join(missing, ", "), r.f.brokers, hint)
+	}
+	return nil
+}
+
+// send sends out in order, each once its token is due, saving the
+// progress as it goes; it stops between two records when ctx ends.
+func (r *replayRun) send(ctx context.Context, out []*kgo.Record, already string) error {
+	var lim *rate.Limiter
+	if r.rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(r.rate), 1)
+	}
+	start, shown := time.Now(), time.Now()
+	r.lastSave = start
+	for _, o := range out {
+		if lim != nil && lim.Wait(ctx) != nil || ctx.Err() != nil {
+			return r.stopped(len(out))
+		}
+		dlqPart, dlqOff := o.Partition, o.Offset
+		o.Partition, o.Offset = 0, 0
+		pctx, cancel := context.WithTimeout(ctx, r.f.timeout)
+		err := r.cl.ProduceSync(pctx, o).FirstErr()
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.stopped(len(out))
+			}
+			serr := r.saveProgress()
+			return fmt.Errorf("%w (progress saved: %v)", awaitErr(r.f, fmt.Sprintf("sending record %d/%d of %s to %s (%d of %d sent)", dlqPart, dlqOff, r.f.topic, o.Topic, r.sent, len(out)), err), serr)
+		}
+		r.sent++
+		r.next[dlqPart] = dlqOff + 1
+		if time.Since(r.lastSave) >= time.Second {
+			if err := r.saveProgress(); err != nil {
+				return err
+			}
+		}
+		if r.every > 0 && time.Since(shown) >= r.every {
+			shown = time.Now()
+			fmt.Fprintf(r.w, "replayed %d of %d (%.1f/s)\n", r.sent, len(out), float64(r.sent)/time.Since(start).Seconds())
+		}
+	}
+	if err := r.saveProgress(); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.w, "%s replayed%s\n", cli.Count(r.sent, "record"), already)
+	return nil
+}
+
+// stopped saves the progress of a cancelled replay and says how to go on.
+func (r *replayRun) stopped(total int) error {
+	err := r.saveProgress()
+	fmt.Fprintf(r.w, "stopped after %d of %d records: run the same command again to go on from there (progress in group %s)\n", r.sent, total, r.group)
+	return err
+}
+
+// loadProgress reads the selection's progress: the group's committed
+// offsets of the dead-letter topic.
+func (r *replayRun) loadProgress(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.f.timeout)
+	defer cancel()
+	offs, err := kadm.NewClient(r.cl).FetchOffsets(ctx, r.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil // never run: no progress
+	}
+	if err != nil {
+		return awaitErr(r.f, "reading the replay's progress (group "+r.group+")", err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == r.f.topic && o.Err == nil && o.At >= 0 {
+			r.next[o.Partition] = o.At
+		}
+	})
+	return nil
+}
+
+// saveProgress commits the offsets after the last record sent of each
+// partition, in the selection's group. It has a context of its own: it
+// also runs once the command is cancelled.
+func (r *replayRun) saveProgress() error {
+	r.lastSave = time.Now()
+	if len(r.next) == 0 {
+		return nil
+	}
+	var offs kadm.Offsets
+	for p, at := range r.next {
+		offs.Add(kadm.Offset{Topic: r.f.topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.f.timeout)
+	defer cancel()
+	resp, err := kadm.NewClient(r.cl).CommitOffsets(ctx, r.group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return awaitErr(r.f, "saving the replay's progress (group "+r.group+"): the records after the last one saved would be sent again by the next run", err)
+	}
 	return nil
 }
