@@ -203,3 +203,33 @@ func TestMaxConcurrencyTurnAfterHold(t *testing.T) {
 		t.Fatalf("calls %v", called)
 	}
 }
+
+// TestBusy: with MaxConcurrency 4 and every handler blocked, Stats.Busy
+// (averaged over busyWindow, shortened here) reaches 4 and BusyRatio 1;
+// once they return it falls back towards 0.
+func TestBusy(t *testing.T) {
+	was := busyWindow
+	busyWindow = 50 * time.Millisecond
+	t.Cleanup(func() { busyWindow = was })
+	e := newEnv(t, 1, "chats")
+	e.produce("chats", sessionNames(8), 1)
+	release := make(chan struct{})
+	rec := newRecorder(8, func(ctx context.Context, _ *Message) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	c, stop := startCapped(t, e, 4, rec)
+	waitFor(t, "Busy near 4, BusyRatio near 1", func() bool {
+		st := c.Stats()
+		return st.Busy > 3.9 && st.Busy <= 4 && st.BusyRatio > 0.97 && st.BusyRatio <= 1
+	}, func() string { st := c.Stats(); return fmt.Sprint(st.Busy, st.BusyRatio) })
+	close(release)
+	rec.wait(t)
+	waitFor(t, "Busy back near 0", func() bool { return c.Stats().Busy < 0.1 }, func() string { return fmt.Sprint(c.Stats().Busy) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -40,9 +40,10 @@ type Consumer struct {
 	// by the breaker's gate (gate.go) to name a probe given up as
 	// hung.
 	probeWork atomic.Pointer[probeRec]
-	park      *parkIO // nil unless Config.Park.Enabled
-	grow      *growth // what the member knows of its topics' partition counts (growth.go)
-	turns     *turns  // the handler attempts' turns (Config.MaxConcurrency); nil: no bound
+	park      *parkIO  // nil unless Config.Park.Enabled
+	grow      *growth  // what the member knows of its topics' partition counts (growth.go)
+	turns     *turns   // the handler attempts' turns (Config.MaxConcurrency); nil: no bound
+	busy      busyness // the attempts running, averaged (Stats.Busy)
 	// ctl is per-session control and throttling (control.go), nil when
 	// both are off; alarms wakes the lanes its rates hold, ctlLog reads
 	// the control topic (Config.Control; nil when off).

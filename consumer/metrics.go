@@ -64,6 +64,12 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	wmAge, e := m.Float64ObservableGauge("lanes.consumer.watermark.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the partition's watermark last moved while records are pending."))
 	err = errors.Join(err, e)
+	busy, e := m.Float64ObservableGauge("lanes.consumer.busy", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Handler attempts running at once, averaged over about 10 s: the autoscaling signal (with lanes.consumer.watermark.age)."))
+	err = errors.Join(err, e)
+	busyRatio, e := m.Float64ObservableGauge("lanes.consumer.busy.ratio", metric.WithUnit("1"),
+		metric.WithDescription("lanes.consumer.busy divided by MaxConcurrency (only with MaxConcurrency set)."))
+	err = errors.Join(err, e)
 	processed := ctr("lanes.consumer.processed", "Records handled successfully.")
 	retries := ctr("lanes.consumer.retries", "Handler attempts that failed and were retried.")
 	dlq := ctr("lanes.consumer.dead_letters", "Records written to the dead-letter topic, by lanes.dlq.reason.")
@@ -105,6 +111,10 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 			}
 		}
 		o.ObserveInt64(sessions, int64(st.ActiveSessions), out.group)
+		o.ObserveFloat64(busy, st.Busy, out.group)
+		if st.BusyRatio > 0 {
+			o.ObserveFloat64(busyRatio, st.BusyRatio, out.group)
+		}
 		o.ObserveInt64(processed, st.Processed, out.group)
 		o.ObserveInt64(retries, st.Retries, out.group)
 		o.ObserveInt64(dlqFail, st.DeadLetterFailures, out.group)
@@ -126,7 +136,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 				attribute.String("messaging.consumer.group.name", group)))
 		}
 		return nil
-	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge,
+	}, lag, committed, buffered, inflight, paused, stalled, blocked, heldAt, sessions, wmAge, busy, busyRatio,
 		processed, retries, dlq, dlqFail, stalls, rebalances, overruns, holds, commitFail, panics, truncations, brkOpen, brkOpens, brkExcused, brkHung)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,13 @@ type Stats struct {
 	// Control is per-session control's state (Config.Control,
 	// Config.Throttle).
 	Control ControlStats `json:"control"`
+	// Busy is how many handler attempts the member runs at once,
+	// averaged over about ten seconds (sampled at each watchdog tick), and
+	// BusyRatio is Busy ÷ MaxConcurrency: how much of what the member may
+	// run it runs (0 without MaxConcurrency). The autoscaling signal, with
+	// each partition's WatermarkAge (its lag in time).
+	Busy      float64 `json:"busy"`
+	BusyRatio float64 `json:"busy_ratio"`
 }
 
 // PartitionStats describes one owned partition.

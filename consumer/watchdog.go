@@ -30,14 +30,21 @@ func (c *Consumer) watchdog(bg context.Context) {
 	}
 }
 
+// scanSlow reports the attempts running past their limit, and counts
+// those running for Stats.Busy.
 func (c *Consumer) scanSlow(t time.Time) {
 	now := stampOf(t)
 	limit := slowLimit(c.cfg.HandlerTimeout).Nanoseconds()
+	running := 0
+	defer func() { c.busy.sample(running, t) }()
 	for _, s := range c.shards {
 		s.mu.Lock()
 		for _, l := range s.lanes {
 			since := l.since.Load()
 			prev := l.reported.Load()
+			if since != 0 {
+				running++
+			}
 			if since == 0 || now-since < limit || prev == since {
 				continue
 			}
