@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
+	"github.com/lanesdev/lanes/cmd/lanes/internal/console"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/dlq"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/park"
 	"github.com/lanesdev/lanes/cmd/lanes/internal/session"
@@ -27,6 +28,7 @@ var help = cli.Help{
 		{Name: "dlq", About: "list or re-send dead-lettered records"},
 		{Name: "park", About: "list the parked sessions of a group, or release a held one"},
 		{Name: "session", About: "pause, resume or rate-limit one session of a group; list those controlled"},
+		{Name: "console", About: "serve a web page of a group across its members: partitions, lag, parked, paused, dead letters"},
 		{Name: "version", About: "print the lanes version and the Go version that built it"},
 	},
 	Docs: "README.md",
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return park.Run(ctx, args[1:], stdout, stderr)
 	case "session":
 		return session.Run(ctx, args[1:], stdout, stderr)
+	case "console":
+		return console.Run(ctx, args[1:], stdout, stderr)
 	case "topics":
 		return topics.Run(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

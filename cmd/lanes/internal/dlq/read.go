@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/eventid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -94,4 +98,21 @@ func readDLQ(ctx context.Context, f dlqFlags, opts []kgo.Opt) ([]*kgo.Record, er
 		})
 	}
 	return out, nil
+}
+
+// CountByReason reads the dead-letter topic topic from its start to the
+// end it has now (within timeout) and counts its records by
+// lanes-dlq-reason ("" for none): what lanes console shows.
+func CountByReason(ctx context.Context, brokers []string, topic string, opts []kgo.Opt, timeout time.Duration) (map[string]int, int, error) {
+	f := dlqFlags{brokers: strings.Join(brokers, ","), topic: topic, timeout: timeout}
+	recs, err := readDLQ(ctx, f, append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...))
+	if err != nil {
+		return nil, 0, err
+	}
+	counts := map[string]int{}
+	for _, r := range recs {
+		why, _ := eventid.Header(r, consumer.HeaderDLQReason)
+		counts[why]++
+	}
+	return counts, len(recs), nil
 }

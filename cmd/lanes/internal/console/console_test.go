@@ -1,0 +1,197 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/lanesdev/lanes/consumer"
+	"github.com/lanesdev/lanes/lanestest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestBadArgs: a missing flag is named.
+func TestBadArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group", "g"}, "--brokers is required"},
+		{[]string{"--brokers", "127.0.0.1:1"}, "--group is required"},
+		{[]string{"--brokers", "127.0.0.1:1", "--group", "g", "--timeout", "0s"}, "--timeout 0s"},
+	} {
+		err := Run(context.Background(), tc.args, os.Stdout, os.Stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestGroupViewInBrowser: two members of a group on the embedded broker,
+// a held session (parked), a dead-lettered record and a paused session;
+// the group's page, loaded in headless Chromium, shows both members, each
+// partition with its owner and lag, the held session, the paused one and
+// the dead letters by reason.
+func TestGroupViewInBrowser(t *testing.T) {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not installed: .ci/run installs Debian's package")
+		}
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	b, err := lanestest.NewBroker(4, "chats", "chats.park", "chats-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const group, held, poison, paused = "console-group", "chat-held", "chat-poison", "chat-paused"
+	ct := consumer.ControlTarget{Brokers: b.Addrs(), Group: group, By: "ops"}
+	if _, err := consumer.PauseSession(ctx, ct, "chats", paused, "moderation"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("chats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 3 {
+		for _, s := range []string{held, poison, paused, "chat-a", "chat-b", "chat-c"} {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(s), Value: []byte(fmt.Sprintf("%s|%d", s, i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var handled atomic.Int64
+	h := consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
+		switch {
+		case m.SessionID == held:
+			return errors.New("its backend is down")
+		case m.SessionID == poison && strings.HasSuffix(string(m.Record.Value), "|1"):
+			return consumer.Permanent(errors.New("cannot parse it"))
+		}
+		handled.Add(1)
+		return nil
+	})
+	var members []*consumer.Consumer
+	for range 2 {
+		c, err := consumer.New(consumer.Config{Brokers: b.Addrs(), Group: group, Topics: []string{"chats"}, DeadLetterTopic: "chats-dlq",
+			CommitInterval: 50 * time.Millisecond, Retry: consumer.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+			Control: consumer.ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond},
+			Park:    consumer.ParkPolicy{Enabled: true, AfterAttempts: 1, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, MaxAttempts: 1}}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(rctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		members = append(members, c)
+	}
+	waitFor(t, "both members owning partitions, the held session held, the others handled", func() bool {
+		heldN, owned := 0, 0
+		for _, c := range members {
+			st := c.Stats()
+			owned += min(len(st.Partitions), 1)
+			for _, p := range st.Partitions {
+				heldN += p.Park.Held
+			}
+		}
+		return owned == 2 && heldN == 1 && handled.Load() == 3*3+2 // chat-a,b,c and poison's 0 and 2
+	})
+	waitFor(t, "the held session's park position committed", func() bool {
+		ps, err := consumer.InspectParked(ctx, consumer.ParkTarget{Brokers: b.Addrs(), Group: group, Topic: "chats"})
+		return err == nil && len(ps) == 2 // held, and the paused one parked
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(sctx, ln, options{brokers: b.Addrs(), group: group, dlq: "chats-dlq", parkSuffix: ".park", ctlTopic: consumer.DefaultControlTopic, timeout: 30 * time.Second})
+	}()
+	defer func() { stopServe(); <-served }()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"), chromedp.WaitVisible("#partitions")); err != nil {
+		t.Fatal(err)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		return s
+	}
+	summary, membersT, parkedT, controlled, dlqT := text("#summary"), text("#members"), text("#parked"), text("#controlled"), text("#dlq")
+	for _, check := range []struct{ what, got, want string }{
+		{"the members", summary, "2 members"},
+		{"the members' partitions", membersT, "chats/"},
+		{"the held session", parkedT, held},
+		{"its state", parkedT, "held"},
+		{"the paused session", controlled, paused},
+		{"the paused session's parked records", text(fmt.Sprintf(`#parked tr[data-session=%q]`, paused)), "paused"},
+		{"who paused it and why", controlled, "moderation"},
+		{"the dead letters by reason", dlqT, "permanent 1"},
+		{"the held session's dead letter", dlqT, "park-exhausted 1"},
+	} {
+		if !strings.Contains(check.got, check.want) {
+			t.Errorf("%s: the page shows %q, want it to contain %q", check.what, check.got, check.want)
+		}
+	}
+	for p := range 4 {
+		row := text(fmt.Sprintf(`#partitions tr[data-partition="chats/%d"]`, p))
+		if !strings.Contains(row, "…") { // an owner's member ID
+			t.Errorf("partition chats/%d shows no owner: %q", p, row)
+		}
+	}
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{t.TempDir()}
+	if os.Getenv("LANES_UPDATE_SCREENSHOTS") != "" {
+		dirs = append(dirs, filepath.Join("..", "..", "..", "..", "docs", "images"))
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "console-group.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls cond (the brokers' and members' state has no signal of
+// its own) until it holds, or fails after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
