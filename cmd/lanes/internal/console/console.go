@@ -29,7 +29,7 @@ var help = cli.Help{
 		"it, the sessions parked and held (from the park topics), the sessions paused or limited (from the control " +
 		"topic) and the dead letters by reason (--dlq). It is built from what Kafka holds, read again at each " +
 		"load, so it needs no member to be up; what only a member knows (running attempts, stalls) is on each " +
-		"member's own status page. Read-only. Serve it on a private address.",
+		"member's own status page. Read-only unless --actions. Serve it on a private address.",
 	Docs: "observability.md#the-group-view",
 }
 
@@ -48,6 +48,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suffix := fs.String("park-suffix", consumer.DefaultParkTopicSuffix, "the park topic `SUFFIX` (Config.Park.TopicSuffix)")
 	ctlTopic := fs.String("control-topic", consumer.DefaultControlTopic, "the control `TOPIC` (Config.Control.Topic)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on one page's reads after this long")
+	acts := fs.Bool("actions", false, "turn on the page's actions: release a held session, pause or resume a session, replay dead letters (each a POST with the page's token, logged); put the console behind your own authentication")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := cli.Parse(fs, help, args, stdout); err != nil {
@@ -68,7 +69,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
-	o := options{brokers: strings.Split(*brokers, ","), group: *group, dlq: *dlqTopic, parkSuffix: *suffix, ctlTopic: *ctlTopic, opts: opts, timeout: *timeout}
+	o := options{brokers: strings.Split(*brokers, ","), group: *group, dlq: *dlqTopic, parkSuffix: *suffix, ctlTopic: *ctlTopic, opts: opts, timeout: *timeout, actions: *acts}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("console: --addr %s: %w", *addr, err)
@@ -84,7 +85,12 @@ func Serve(ctx context.Context, ln net.Listener, o options) error {
 		return fmt.Errorf("console: brokers %s: %w", strings.Join(o.brokers, ","), err)
 	}
 	defer cl.Close()
-	srv := &http.Server{Handler: Handler(o, cl), ReadHeaderTimeout: 10 * time.Second}
+	var a *actions
+	if o.actions {
+		a = newActions(o)
+		defer a.close() // after the server: a replay under way stops, keeping its progress
+	}
+	srv := &http.Server{Handler: handler(o, cl, a), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }() // owned here: Shutdown ends it, and its error is waited for
 	select {
@@ -99,19 +105,30 @@ func Serve(ctx context.Context, ln net.Listener, o options) error {
 	}
 }
 
-// Handler serves the group's page: GET / (and GET /group).
-func Handler(o options, cl *kgo.Client) http.Handler {
+// handler serves the group's page (GET / and GET /group) and, with
+// actions on (a), its POSTs.
+func handler(o options, cl *kgo.Client, a *actions) http.Handler {
 	mux := http.NewServeMux()
 	serve := func(w http.ResponseWriter, r *http.Request) {
 		v := gather(r.Context(), o, cl)
+		if a != nil {
+			v.Actions, v.Token, v.Did, v.Replay, v.Refresh = true, a.token, r.URL.Query().Get("did"), a.replayState(), 30
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		w.Header().Set("X-Frame-Options", "DENY")
 		_ = page.Execute(w, v)
 	}
 	mux.HandleFunc("GET /{$}", serve)
 	mux.HandleFunc("GET /group", serve)
+	if a != nil {
+		mux.Handle("POST /", a.handler())
+	} else {
+		mux.HandleFunc("POST /", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "actions are off: start lanes console with --actions", http.StatusForbidden)
+		})
+	}
 	return mux
 }
 

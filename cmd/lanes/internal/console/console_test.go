@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -194,4 +197,148 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestConsoleActionsInBrowser: with --actions, from the group's page in
+// Chromium an operator resumes a paused session and releases a held one
+// (their records then run), and replays the dead letters of a reason
+// (the page shows the replay ended, one record sent). Without the token,
+// or with actions off, a POST is refused.
+func TestConsoleActionsInBrowser(t *testing.T) {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not installed: .ci/run installs Debian's package")
+		}
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	b, err := lanestest.NewBroker(2, "chats", "chats.park", "chats-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const group, held, poison, paused = "console-actions", "chat-held", "chat-poison", "chat-paused"
+	if _, err := consumer.PauseSession(ctx, consumer.ControlTarget{Brokers: b.Addrs(), Group: group}, "chats", paused, "moderation"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("chats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 2 {
+		for _, s := range []string{held, poison, paused} {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(s), Value: []byte(fmt.Sprintf("%s|%d", s, i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var down atomic.Bool
+	down.Store(true)
+	var mu sync.Mutex
+	handled := map[string]int{}
+	h := consumer.HandlerFunc(func(_ context.Context, m *consumer.Message) error {
+		switch {
+		case m.SessionID == held && down.Load():
+			return errors.New("its backend is down")
+		case m.SessionID == poison && strings.HasSuffix(string(m.Record.Value), "|0"):
+			return consumer.Permanent(errors.New("cannot parse it"))
+		}
+		mu.Lock()
+		handled[m.SessionID]++
+		mu.Unlock()
+		return nil
+	})
+	count := func(s string) int { mu.Lock(); defer mu.Unlock(); return handled[s] }
+	c, err := consumer.New(consumer.Config{Brokers: b.Addrs(), Group: group, Topics: []string{"chats"}, DeadLetterTopic: "chats-dlq",
+		CommitInterval: 50 * time.Millisecond, Retry: consumer.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond},
+		Control: consumer.ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond},
+		Park:    consumer.ParkPolicy{Enabled: true, AfterAttempts: 1, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, MaxAttempts: 1}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(rctx) }()
+	defer func() { stopRun(); <-ran }()
+	waitFor(t, "the held session held and committed, the paused one parked", func() bool {
+		ps, err := consumer.InspectParked(ctx, consumer.ParkTarget{Brokers: b.Addrs(), Group: group, Topic: "chats"})
+		heldN := 0
+		for _, p := range ps {
+			if p.Held {
+				heldN++
+			}
+		}
+		return err == nil && heldN == 1 && len(ps) == 2 && count(poison) == 1
+	})
+	o := options{brokers: b.Addrs(), group: group, dlq: "chats-dlq", parkSuffix: ".park", ctlTopic: consumer.DefaultControlTopic, timeout: 30 * time.Second}
+	for _, on := range []bool{false, true} {
+		o.actions = on
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stopServe := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- Serve(sctx, ln, o) }()
+		base := "http://" + ln.Addr().String() + "/"
+		resp, err := http.PostForm(base+"resume", url.Values{"topic": {"chats"}, "session": {paused}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("a POST without the token (actions %v): %d, want 403", on, resp.StatusCode)
+		}
+		if on {
+			browse(t, path, base, count, paused, held, &down)
+		}
+		stopServe()
+		<-served
+	}
+}
+
+// browse resumes paused and releases held from the page at base, and
+// replays the permanent dead letters.
+func browse(t *testing.T, path, base string, count func(string) int, paused, held string, down *atomic.Bool) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	click := func(button string) string {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(button), chromedp.Click(button), chromedp.WaitVisible("#did")); err != nil {
+			t.Fatalf("%s: %v", button, err)
+		}
+		did, err := chromedp.Run(bctx, chromedp.Text("#did"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return did
+	}
+	if did := click(fmt.Sprintf(`#controlled tr[data-session=%q] button`, paused)); !strings.Contains(did, "resume session") || !strings.Contains(did, "done") {
+		t.Fatalf("after resume: %q", did)
+	}
+	waitFor(t, "the resumed session's records handled", func() bool { return count(paused) == 2 })
+	down.Store(false)
+	if did := click(fmt.Sprintf(`#parked tr[data-session=%q] button`, held)); !strings.Contains(did, "release held session") || !strings.Contains(did, "done") {
+		t.Fatalf("after release: %q", did)
+	}
+	waitFor(t, "the released session's later record handled", func() bool { return count(held) == 1 }) // its first was dead-lettered
+	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible("#replayform"),
+		chromedp.SetValue(`#replayform select[name=reason]`, "permanent"), chromedp.Click("#replayform button"), chromedp.WaitVisible("#replay")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replay ended on the page", func() bool {
+		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible("#replay")); err != nil {
+			return false
+		}
+		s, err := chromedp.Run(bctx, chromedp.Text("#replay"))
+		return err == nil && strings.Contains(s, "ended") && strings.Contains(s, "1 record replayed")
+	})
 }

@@ -32,6 +32,10 @@ type view struct {
 	DLQReasons []reasonCount
 	Errors     []string // what could not be read, and why
 	Refresh    int
+	// With --actions: the forms' token, the last action's outcome, the
+	// last replay's state.
+	Actions            bool
+	Token, Did, Replay string
 }
 
 type member struct {
@@ -70,6 +74,7 @@ type options struct {
 	ctlTopic   string
 	opts       []kgo.Opt
 	timeout    time.Duration
+	actions    bool
 }
 
 // gather reads the group's view from the brokers. What cannot be read
@@ -202,6 +207,17 @@ func (v *view) members(ctx context.Context, adm *kadm.Client, fail func(string, 
 		v.Members = append(v.Members, mm)
 	}
 	return owners
+}
+
+// Topics are the topics of the partitions shown.
+func (v view) Topics() []string {
+	var out []string
+	for _, p := range v.Partitions {
+		if !slices.Contains(out, p.Topic) {
+			out = append(out, p.Topic)
+		}
+	}
+	return out
 }
 
 // short is a member ID's tail, enough to tell members apart.

@@ -150,12 +150,12 @@ func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := replayHelp.FlagSet()
 	var f dlqFlags
 	f.register(fs)
-	var sel selection
-	fs.StringVar(&sel.to, "to", "", "send to `TOPIC` instead of each record's source topic")
-	fs.Var((*listFlag)(&sel.reasons), "reason", "only the records whose lanes-dlq-reason is `REASON` (repeat, or commas): "+reasonList())
-	fs.Var((*listFlag)(&sel.skipReasons), "skip-reason", "not the records dead-lettered for `REASON` (repeat, or commas)")
-	fs.Var((*listFlag)(&sel.sessions), "session", "only the records of `SESSION` (their key; repeat, or commas)")
-	fs.Var((*listFlag)(&sel.skipSessions), "skip-session", "not the records of `SESSION` (repeat, or commas)")
+	var sel Selection
+	fs.StringVar(&sel.To, "to", "", "send to `TOPIC` instead of each record's source topic")
+	fs.Var((*listFlag)(&sel.Reasons), "reason", "only the records whose lanes-dlq-reason is `REASON` (repeat, or commas): "+reasonList())
+	fs.Var((*listFlag)(&sel.SkipReasons), "skip-reason", "not the records dead-lettered for `REASON` (repeat, or commas)")
+	fs.Var((*listFlag)(&sel.Sessions), "session", "only the records of `SESSION` (their key; repeat, or commas)")
+	fs.Var((*listFlag)(&sel.SkipSessions), "skip-session", "not the records of `SESSION` (repeat, or commas)")
 	dry := fs.Bool("dry-run", false, "check the target topics exist and print what would be sent; send nothing")
 	perSecond := fs.Float64("rate", 0, "send at most `N` records a second (0: as fast as the brokers take them)")
 	group := fs.String("group", "", "the consumer `GROUP` that keeps the replay's progress (default: lanes-replay.DLQ. and a hash of the selection)")
@@ -168,7 +168,7 @@ func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for flag, rs := range map[string][]string{"--reason": sel.reasons, "--skip-reason": sel.skipReasons} {
+	for flag, rs := range map[string][]string{"--reason": sel.Reasons, "--skip-reason": sel.SkipReasons} {
 		for _, r := range rs {
 			if !consumer.Reason(r).Valid() {
 				return fmt.Errorf("%s %q: want one of %s", flag, r, reasonList())

@@ -30,27 +30,27 @@ var dlqHeaders = map[string]bool{
 	consumer.HeaderDLQError: true, consumer.HeaderDLQAttempts: true, consumer.HeaderDLQReason: true,
 }
 
-// selection is which dead letters a replay sends, and where.
-type selection struct {
-	to                     string
-	reasons, skipReasons   []string
-	sessions, skipSessions []string
+// Selection is which dead letters a replay sends, and where.
+type Selection struct {
+	To                     string   // the target topic ("": each record's source topic)
+	Reasons, SkipReasons   []string // by lanes-dlq-reason
+	Sessions, SkipSessions []string // by key
 }
 
 // picks reports whether r is selected.
-func (s selection) picks(r *kgo.Record) bool {
+func (s Selection) picks(r *kgo.Record) bool {
 	why, _ := eventid.Header(r, consumer.HeaderDLQReason)
 	session := string(r.Key)
-	return (len(s.reasons) == 0 || slices.Contains(s.reasons, why)) && !slices.Contains(s.skipReasons, why) &&
-		(len(s.sessions) == 0 || slices.Contains(s.sessions, session)) && !slices.Contains(s.skipSessions, session)
+	return (len(s.Reasons) == 0 || slices.Contains(s.Reasons, why)) && !slices.Contains(s.SkipReasons, why) &&
+		(len(s.Sessions) == 0 || slices.Contains(s.Sessions, session)) && !slices.Contains(s.SkipSessions, session)
 }
 
 // group is the consumer group a replay of s from dlq keeps its progress
 // in: one per selection, so that the same command run again goes on
 // where it stopped, and another selection starts from the beginning.
-func (s selection) group(dlq string) string {
+func (s Selection) group(dlq string) string {
 	h := sha256.New()
-	for _, part := range [][]string{{s.to}, s.reasons, s.skipReasons, s.sessions, s.skipSessions} {
+	for _, part := range [][]string{{s.To}, s.Reasons, s.SkipReasons, s.Sessions, s.SkipSessions} {
 		fmt.Fprintf(h, "%q;", part)
 	}
 	return "lanes-replay." + dlq + "." + hex.EncodeToString(h.Sum(nil))[:12]
@@ -60,7 +60,7 @@ func (s selection) group(dlq string) string {
 type replayRun struct {
 	f        dlqFlags
 	w        io.Writer
-	sel      selection
+	sel      Selection
 	group    string
 	rate     float64
 	every    time.Duration // progress lines
@@ -77,7 +77,7 @@ type replayRun struct {
 // record sent (--from-start: from the first). A dry run checks that every
 // target topic exists and prints what it would send. Cancelled (SIGINT), it
 // stops between two records, keeps its progress and says how to go on.
-func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, sel selection, group string, fromStart, dry bool,
+func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, sel Selection, group string, fromStart, dry bool,
 	perSecond float64, every time.Duration) error {
 	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
 	if err != nil {
@@ -125,7 +125,7 @@ func (r *replayRun) pick(recs []*kgo.Record) (out []*kgo.Record, done int, err e
 			done++
 			continue
 		}
-		dest := r.sel.to
+		dest := r.sel.To
 		if dest == "" {
 			dest, _ = eventid.Header(rec, consumer.HeaderDLQTopic)
 		}
@@ -163,7 +163,7 @@ func (r *replayRun) checkTargets(ctx context.Context, out []*kgo.Record) error {
 	}
 	if len(missing) > 0 {
 		hint := "create them or name another topic with --to"
-		if r.sel.to != "" {
+		if r.sel.To != "" {
 			hint = "create it or fix --to"
 		}
 		return fmt.Errorf("target topic %s: no such topic on brokers %s: %s", strings.Join(missing, ", "), r.f.brokers, hint)
@@ -264,4 +264,17 @@ func (r *replayRun) saveProgress() error {
 		return awaitErr(r.f, "saving the replay's progress (group "+r.group+"): the records after the last one saved would be sent again by the next run", err)
 	}
 	return nil
+}
+
+// Replay replays sel from the dead-letter topic topic at most perSecond
+// records a second (0: no cap), writing its progress and outcome lines to
+// w, as lanes dlq replay does (the console's replay action).
+func Replay(ctx context.Context, w io.Writer, brokers []string, topic string, opts []kgo.Opt, timeout time.Duration, sel Selection, perSecond float64) error {
+	f := dlqFlags{brokers: strings.Join(brokers, ","), topic: topic, timeout: timeout}
+	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)
+	recs, err := readDLQ(ctx, f, all)
+	if err != nil {
+		return err
+	}
+	return replay(ctx, w, f, all, recs, sel, "", false, false, perSecond, 5*time.Second)
 }
