@@ -28,14 +28,15 @@ type benchConfig struct {
 	plots      string
 	docs       string
 	workloads  []workload
-	args       []string     // as given, for the record
-	opts       []kgo.Opt    // TLS, SASL (--tls-*, --sasl-*)
-	stuck      *stuckSpec   // --stuck: the stuck-sessions comparison instead of the workloads
-	grow       *growSpec    // --grow: the partition-growth comparison instead of the workloads
-	rounds     int          // --rounds: of the suite or the --stuck or --grow comparison
-	scale      *scaleSpec   // --scale: the scaling run instead of the workloads
-	control    *controlSpec // --control: the per-session control comparison instead of the workloads
-	unordered  bool         // --unordered: lanes with OrderNone against raw polling instead of the workloads
+	args       []string        // as given, for the record
+	opts       []kgo.Opt       // TLS, SASL (--tls-*, --sasl-*)
+	stuck      *stuckSpec      // --stuck: the stuck-sessions comparison instead of the workloads
+	grow       *growSpec       // --grow: the partition-growth comparison instead of the workloads
+	rounds     int             // --rounds: of the suite or the --stuck or --grow comparison
+	scale      *scaleSpec      // --scale: the scaling run instead of the workloads
+	control    *controlSpec    // --control: the per-session control comparison instead of the workloads
+	unordered  bool            // --unordered: lanes with OrderNone against raw polling instead of the workloads
+	statusPage *statusPageSpec // --status-page: lanes with its status page loaded against none instead of the workloads
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -53,7 +54,8 @@ var help = cli.Help{
 		"--plots DIR or --docs FILE. Without a workload flag it runs the default suite; --stuck compares " +
 		"in-lane retries with parking, --grow the one-time cost of adding partitions to a consumed topic, " +
 		"--scale grows one group of member processes, --control measures the other sessions beside paused and " +
-		"rate-limited ones, --unordered lanes with OrderNone against raw polling. It runs on an embedded " +
+		"rate-limited ones, --unordered lanes with OrderNone against raw polling, --status-page lanes with its " +
+		"status page loaded every so often against none. It runs on an embedded " +
 		"broker unless --brokers names a real cluster.",
 	Docs: "benchmarks.md",
 }
@@ -86,8 +88,9 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	control := fs.String("control", "", "`PCT` (e.g. 1%): lanes with that share of the sessions controlled, half paused for the whole run and half limited to 2 records/s, against none controlled, per-session control on in both: the other sessions' throughput and p99 (--rate default 5000, --duration 10s, --work 1ms)")
 	park := fs.Bool("park", false, "with --control: parking on in both runs, so a paused session's records are parked out of its partition's way")
 	buffered := fs.Int("max-buffered", 0, "with --control: the consumer's MaxBufferedRecords in both runs (0: a partition's whole share of the run, so that the records held behind a paused session never reach it)")
+	statusPage := fs.String("status-page", "", "`INTERVALS` (e.g. 1s,100ms): lanes with its status page (GET status on HealthHandler, on a loopback HTTP server) loaded that often while the workload is sent, one run per interval, against a run with no page: throughput and p99, the page's load time (--rate default 5000, --duration 10s, --work 1ms)")
 	unordered := fs.Bool("unordered", false, "the zero-work rate of lanes on a topic of OrderNone (every record its own lane) against raw polling and lanes with session order, on one preloaded topic (--sessions, --messages: default 500 per session, --partitions)")
-	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck, --grow, --control or --unordered comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
+	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck, --grow, --control, --unordered or --status-page comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := cli.Parse(fs, help, args, stdout); err != nil {
@@ -126,6 +129,8 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 		return c, errors.New("--partitioning: used only with --grow")
 	}
 	switch {
+	case *statusPage != "":
+		return c, c.parseStatusPage(*statusPage, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration}, *work)
 	case *control != "" && *unordered:
 		return c, errors.New("--unordered: not used with --control (one comparison at a time)")
 	case *control != "":
@@ -231,6 +236,30 @@ func (w *workload) finish() error {
 	}
 	w.Name = b.String()
 	return nil
+}
+
+// openWorkload is the one open workload of a comparison (--grow,
+// --control, --status-page) on partitions: base's --sessions, and --rate
+// and --duration when given (default 5,000 msg/s for 10 s); work is
+// --work's text, one duration when given (default 1 ms); flag names the
+// comparison in an error.
+func openWorkload(base workload, given map[string]bool, work, flag string, partitions int) (workload, error) {
+	w := base
+	w.Mode, w.Partitions = "open", partitions
+	if !given["rate"] {
+		w.Rate = 5_000
+	}
+	if !given["duration"] {
+		w.Duration = 10 * time.Second
+	}
+	w.Work = time.Millisecond
+	if given["work"] {
+		var err error
+		if w.Work, err = time.ParseDuration(strings.TrimSpace(work)); err != nil || w.Work < 0 {
+			return w, fmt.Errorf("--work %q: with --%s, want one duration such as 1ms", work, flag)
+		}
+	}
+	return w, w.finish()
 }
 
 // defaultSuite covers the throughput-against-work curve and every row of
@@ -358,6 +387,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.unordered {
 		return b.runUnordered(ctx, stdout)
+	}
+	if cfg.statusPage != nil {
+		return b.runStatusPage(ctx, cfg.workloads[0], *cfg.statusPage, stdout)
 	}
 	if cfg.scale != nil {
 		return b.runScale(ctx, cfg.workloads[0], *cfg.scale, stdout)

@@ -60,21 +60,8 @@ func (c *benchConfig) parseControl(spec string, park bool, buffered int, fs *fla
 			return fmt.Errorf("--%s: not used with --control (it sends --rate msg/s for --duration to lanes alone, round robin over --sessions)", name)
 		}
 	}
-	w := base
-	w.Mode, w.Partitions = "open", c.partitions
-	if !given["rate"] {
-		w.Rate = 5_000
-	}
-	if !given["duration"] {
-		w.Duration = 10 * time.Second
-	}
-	w.Work = time.Millisecond
-	if given["work"] {
-		if w.Work, err = time.ParseDuration(strings.TrimSpace(work)); err != nil || w.Work < 0 {
-			return fmt.Errorf("--work %q: with --control, want one duration such as 1ms", work)
-		}
-	}
-	if err := w.finish(); err != nil {
+	w, err := openWorkload(base, given, work, "control", c.partitions)
+	if err != nil {
 		return err
 	}
 	if n := controlCount(w.Sessions, cs.share); n >= w.Sessions {

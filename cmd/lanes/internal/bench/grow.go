@@ -76,21 +76,8 @@ func (c *benchConfig) parseGrow(spec, partitioning string, fs *flag.FlagSet, bas
 			return fmt.Errorf("--%s: not used with --grow (it sends --rate msg/s for --duration to lanes alone, round robin over --sessions)", name)
 		}
 	}
-	w := base
-	w.Mode, w.Partitions = "open", g.from
-	if !given["rate"] {
-		w.Rate = 5_000
-	}
-	if !given["duration"] {
-		w.Duration = 10 * time.Second
-	}
-	w.Work = time.Millisecond
-	if given["work"] {
-		if w.Work, err = time.ParseDuration(strings.TrimSpace(work)); err != nil || w.Work < 0 {
-			return fmt.Errorf("--work %q: with --grow, want one duration such as 1ms", work)
-		}
-	}
-	if err := w.finish(); err != nil {
+	w, err := openWorkload(base, given, work, "grow", g.from)
+	if err != nil {
 		return err
 	}
 	cls := classify(sessionNames(w.Sessions), g)
