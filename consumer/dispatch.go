@@ -18,6 +18,7 @@ func (c *Consumer) dispatch(fs kgo.Fetches) {
 		if p == nil {
 			return // not ours (any more): the owner fetches it again
 		}
+		p.lso.Store(ftp.LastStableOffset + 1) // +1: 0 says none yet
 		p.admitMu.Lock()
 		defer p.admitMu.Unlock()
 		if !p.hold(ftp.Records, ftp.HighWatermark) {

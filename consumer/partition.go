@@ -339,7 +339,7 @@ func (p *partition) stats(now time.Time) PartitionStats {
 	defer p.mu.Unlock()
 	ps := PartitionStats{
 		Topic: p.key.topic, Partition: p.key.partition,
-		Watermark: p.tr.Watermark(), Committed: p.committed, HighWatermark: p.hwm, Lag: -1,
+		Watermark: p.tr.Watermark(), Committed: p.committed, HighWatermark: p.hwm, LastStableOffset: p.lso.Load() - 1, Lag: -1,
 		Buffered: p.queued, InFlight: p.running, Pending: p.tr.Pending(), Stashed: len(p.stash),
 		Paused: p.full || p.paused, Draining: p.fenced, DeadLetterBlockedAt: -1, HeldAt: -1,
 	}

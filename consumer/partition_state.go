@@ -100,6 +100,7 @@ type partition struct {
 	drained  chan struct{} // closed once fenced and running == 0
 	marked   chan struct{} // closed and replaced by markDone
 	hwm      int64         // end offset from the latest fetch or listing; -1 unknown
+	lso      atomic.Int64  // last stable offset from the latest fetch (Stats); 0 before one
 
 	committed        int64           // last offset committed by this assignment; -1 none
 	committedMeta    string          // metadata of the last commit

@@ -109,6 +109,10 @@ type PartitionStats struct {
 	// HighWatermark is the partition's end offset as of the latest fetch
 	// response; -1 until the first fetch.
 	HighWatermark int64 `json:"high_watermark"`
+	// LastStableOffset is the end of what a read_committed reader may
+	// read as of the latest fetch: below HighWatermark while a
+	// transaction of the partition is open. -1 until the first fetch.
+	LastStableOffset int64 `json:"last_stable_offset"`
 	// Lag is HighWatermark − Watermark: records not yet done. -1 when
 	// unknown.
 	Lag int64 `json:"lag"`

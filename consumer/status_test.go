@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestStatusPage: the status page is served as HTML next to livez and
@@ -50,7 +51,12 @@ func TestStatusPage(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET status: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	for _, want := range []string{`<code id="group">g-status</code>`, `data-partition="chats/0"`, `data-partition="chats/1"`, `http-equiv="refresh"`} {
+	for _, p := range c.Stats().Partitions {
+		if p.LastStableOffset != p.HighWatermark || p.HighWatermark < 0 {
+			t.Errorf("%s/%d: last stable offset %d, high watermark %d: with no transaction they are equal", p.Topic, p.Partition, p.LastStableOffset, p.HighWatermark)
+		}
+	}
+	for _, want := range []string{`<code id="group">g-status</code>`, `data-partition="chats/0"`, `data-partition="chats/1"`, `http-equiv="refresh"`, `<td class="n lso">`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
@@ -215,6 +221,50 @@ func TestStatusReleaseKeyless(t *testing.T) {
 		t.Fatalf("release of %q from the page: %d %s", m[2], resp.StatusCode, loc)
 	}
 	rec.wait(t) // its two later records, once released (the first was dead-lettered when its budget was spent)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLastStableOffset: while a transaction of the partition is open, the
+// partition's last stable offset stays at its first record, below the high
+// watermark (what a read_committed member may read); once it commits they
+// meet.
+func TestLastStableOffset(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	e.produce("chats", []string{"chat-0001"}, 2)
+	tx := e.client(kgo.TransactionalID("upstream"), kgo.DefaultProduceTopic("chats"))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Key: []byte("chat-0002"), Value: []byte("chat-0002|0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(3, nil)
+	c, err := New(e.config("g-lso", "chats"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	var p PartitionStats
+	waitFor(t, "the open transaction's first record as the last stable offset", func() bool {
+		st := c.Stats()
+		if len(st.Partitions) != 1 {
+			return false
+		}
+		p = st.Partitions[0]
+		return p.LastStableOffset == 2 && p.HighWatermark == 3
+	}, func() string { return fmt.Sprintf("%+v", p) })
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	waitFor(t, "the last stable offset at the high watermark once committed", func() bool {
+		p = c.Stats().Partitions[0]
+		return p.LastStableOffset == p.HighWatermark && p.HighWatermark == 4
+	}, func() string { return fmt.Sprintf("%+v", p) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
