@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -467,5 +469,40 @@ func TestCrossTopicResumed(t *testing.T) {
 	}
 	if st.DeadLettered != 0 {
 		t.Fatalf("after the resume: %d dead-lettered (%v), calls %+v", st.DeadLettered, st.DeadLetteredByReason, rec.snapshot())
+	}
+}
+
+// TestHealthFullBehindPaused: without parking, a paused session's first
+// record holds its partition; once the partition holds MaxBufferedRecords
+// behind it, Health says so at once (its other sessions wait: never in
+// silence), and the reason clears when the session is resumed.
+func TestHealthFullBehindPaused(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	const paused = "chat-0000"
+	pauseBefore(t, e, "g-full", "chats", paused)
+	e.produce("chats", sessionNames(10), 10)
+	rec := newRecorder(100, nil)
+	cfg := e.config("g-full", "chats")
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	cfg.MaxBufferedRecords = 16
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	full := func(r string) bool { return strings.Contains(r, "full (MaxBufferedRecords) behind paused session") }
+	waitFor(t, "Health naming the partition full behind the paused session", func() bool {
+		return slices.ContainsFunc(c.Health().Reasons, full)
+	}, func() string { return fmt.Sprint(c.Health().Reasons) })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := c.ResumeSession(ctx, "chats", paused); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	waitFor(t, "the reason cleared", func() bool { return !slices.ContainsFunc(c.Health().Reasons, full) },
+		func() string { return fmt.Sprint(c.Health().Reasons) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
