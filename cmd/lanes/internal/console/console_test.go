@@ -49,13 +49,7 @@ func TestBadArgs(t *testing.T) {
 // partition with its owner and lag, the held session, the paused one and
 // the dead letters by reason.
 func TestGroupViewInBrowser(t *testing.T) {
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not installed: .ci/run installs Debian's package")
-		}
-		t.Skip("chromium not installed (apt-get install chromium)")
-	}
+	path := chromiumPath(t)
 	b, err := lanestest.NewBroker(4, "chats", "chats.park", "chats-dlq")
 	if err != nil {
 		t.Fatal(err)
@@ -132,13 +126,8 @@ func TestGroupViewInBrowser(t *testing.T) {
 	}()
 	defer func() { stopServe(); <-served }()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
+	bctx, closeBrowser := browser(t, path)
+	defer closeBrowser()
 	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"), chromedp.WaitVisible("#partitions")); err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +194,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // (the page shows the replay ended, one record sent). Without the token,
 // or with actions off, a POST is refused.
 func TestConsoleActionsInBrowser(t *testing.T) {
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not installed: .ci/run installs Debian's package")
-		}
-		t.Skip("chromium not installed (apt-get install chromium)")
-	}
+	path := chromiumPath(t)
 	b, err := lanestest.NewBroker(2, "chats", "chats.park", "chats-dlq")
 	if err != nil {
 		t.Fatal(err)
@@ -304,12 +287,8 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 // replays the permanent dead letters.
 func browse(t *testing.T, path, base string, count func(string) int, paused, held string, down *atomic.Bool) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
+	bctx, closeBrowser := browser(t, path)
+	defer closeBrowser()
 	click := func(button string) string {
 		t.Helper()
 		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(button), chromedp.Click(button), chromedp.WaitVisible("#did")); err != nil {
@@ -341,4 +320,30 @@ func browse(t *testing.T, path, base string, count func(string) int, paused, hel
 		s, err := chromedp.Run(bctx, chromedp.Text("#replay"))
 		return err == nil && strings.Contains(s, "ended") && strings.Contains(s, "1 record replayed")
 	})
+}
+
+// chromiumPath is Debian's Chromium, or skips t when it is not installed
+// (fails under CI=true: .ci/run installs it).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium not installed: .ci/run installs Debian's package")
+		}
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	return path
+}
+
+// browser starts headless Chromium at path; the caller ends it with
+// stop (before it stops a server the browser holds connections to).
+func browser(t *testing.T, path string) (_ context.Context, stop func()) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	return bctx, func() { cancelB(); cancelAlloc() }
 }
