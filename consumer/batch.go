@@ -164,15 +164,18 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			bo = nil
 			continue // the breaker is open, or the member holds its work: the next pass waits
 		}
-		wait, reason := c.failed(cause, head.msg.Attempt-excusedN, &bo)
-		if reason != "" {
-			head.p.finish(head.seq, c.deadLetterEnd(head, cause, reason, span))
+		v := c.failed(cause, head.msg.Attempt-excusedN, &bo)
+		if v.step == stepDead {
+			done := c.deadLetterTraced(head, cause, v.reason, span)
+			tracing.EndProcess(span, cause)
+			head.p.finish(head.seq, done)
 			b, bo, excusedN = b[1:], nil, 0
 			continue
 		}
-		c.retrying(head, cause, wait, span)
+		c.retrying(head, cause, v, span)
+		tracing.EndProcess(span, cause)
 		head.msg.Attempt++
-		head.p.waitRetry(head.seq, wait) // fenced or skipped meanwhile: settle drops it
+		head.p.waitRetry(head.seq, v.wait) // fenced or skipped meanwhile: settle drops it
 	}
 }
 

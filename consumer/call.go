@@ -20,13 +20,7 @@ import (
 // outlives its timeout. The caller ends the returned span.
 func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err error) {
 	start := stampNow()
-	var actx *attemptCtx
-	if m.Attempt == 1 {
-		actx = &w.first
-		actx.init(w.p.attempts, start, c.cfg.HandlerTimeout)
-	} else {
-		actx = newAttemptCtx(w.p.attempts, start, c.cfg.HandlerTimeout)
-	}
+	actx := c.attemptOn(l, w, m.Attempt, start)
 	var ctx context.Context = actx
 	span = noSpan
 	if c.tracer.Enabled() {
@@ -34,7 +28,6 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 			EventID: m.EventID, Attempt: m.Attempt, AsChild: c.cfg.TraceAsChild})
 	}
 	l.begin(w, m.Attempt, start, span)
-	c.track(l, actx)
 	defer func() {
 		l.end()
 		actx.release()
@@ -48,6 +41,22 @@ func (c *Consumer) call(l *lane, w *work, m *Message) (span trace.Span, err erro
 		}
 	}()
 	return span, c.h.Handle(ctx, m)
+}
+
+// attemptOn is the context of the attempt-th attempt of w's record, which
+// starts at start (a stamp), made l's running attempt (track): the
+// record's own for its first attempt (no allocation), a new one for a
+// retry.
+func (c *Consumer) attemptOn(l *lane, w *work, attempt int, start int64) *attemptCtx {
+	var actx *attemptCtx
+	if attempt == 1 {
+		actx = &w.first
+		actx.init(w.p.attempts, start, c.cfg.HandlerTimeout)
+	} else {
+		actx = newAttemptCtx(w.p.attempts, start, c.cfg.HandlerTimeout)
+	}
+	c.track(l, actx)
+	return actx
 }
 
 // track makes actx the lane's running attempt, for holdWork (gate.go), and cancels

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"time"
 
 	"github.com/lanesdev/lanes/consumer/internal/control"
@@ -164,23 +163,4 @@ func (c *Consumer) asleepCounts() (paused, rated int) {
 		s.mu.Unlock()
 	}
 	return paused, rated
-}
-
-// slotFor waits for a slot of w's resource (Throttle: its Concurrency),
-// as takeFor waits for a turn. held is false when the resource has no
-// concurrency limit; ok is false when w's partition is fenced or w is done
-// first.
-func (c *Consumer) slotFor(w *work) (held, ok bool) {
-	if held, ok := c.ctl.TrySlot(w.resource, time.Now()); ok {
-		return held, true
-	}
-	ok = acquireFor(w, func(ctx context.Context) (err error) {
-		held, err = c.ctl.Slot(ctx, w.resource, time.Now())
-		return err
-	}, func() {
-		if held {
-			c.ctl.Release(w.resource)
-		}
-	})
-	return held && ok, ok
 }

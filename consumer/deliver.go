@@ -1,11 +1,8 @@
 package consumer
 
 import (
-	"context"
-	"errors"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -68,104 +65,71 @@ type parkAs struct {
 // the record was durably dead-lettered here; with parking on, a record
 // whose failures call for it (ParkPolicy) is returned in out instead, for
 // the caller to park.
+//
+// Each attempt passes the gate (gate.go: the member's holds, the breaker,
+// a resource's slot, a turn), calls the handler (call.go), is judged by the
+// gate, and its failure is given a verdict (outcome.go) that this loop acts
+// on; the attempt's span ends here, once.
 func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 	m := &w.msg
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
-	var bo backoff.BackOff // made on the first failure: most messages need none
-	spent := 0             // attempts counted against the budget (not excused by the breaker)
-	var failedAt time.Time // the first counted failure, for parking
+	var t tries
 	for attempt := 1; ; attempt++ {
 		ps, ok := c.through(w)
 		if !ok {
 			return false, out // fenced, or skipped as stalled while the member's work or the breaker held it
 		}
 		if ps.waited {
-			bo = nil // the budget by time starts again after an outage
+			t.bo = nil // the budget by time starts again after an outage
 		}
 		m.Attempt = attempt
 		span, err := c.call(l, w, m)
 		err, again := c.judged(w.p, ps, err)
-		if err == nil {
-			tracing.EndProcess(span, nil)
+		v := verdict{step: stepDone}
+		switch {
+		case err == nil:
 			c.stats.processed.Add(1)
-			return true, out
-		}
-		if w.p.isDone(w.seq) || w.p.isFenced() {
-			tracing.EndProcess(span, err)
-			return false, out // skipped as stalled, or given up (its next owner runs it), while this attempt ran
-		}
-		if again {
+		case w.p.isDone(w.seq) || w.p.isFenced():
+			v.step = stepStale // skipped as stalled, or given up (its next owner runs it), while this attempt ran
+		case again:
+			v.step = stepAgain // the breaker is open, or the member holds its work: the next pass waits
 			c.stats.retries.Add(1)
-			tracing.EndProcess(span, err)
-			bo = nil
-			continue // the breaker is open, or the member holds its work: the next pass waits
+			t.bo = nil
+		default:
+			now := time.Now()
+			if v = c.next(&t, err, now); v.step == stepPark { // ParkPolicy: parked instead of dead-lettered
+				out = parkAs{cause: err, attempts: attempt, first: t.failedAt, at: now}
+			}
 		}
-		spent++
-		parkable := c.park != nil && !IsPermanent(err)
-		now := time.Now()
-		if parkable && failedAt.IsZero() {
-			failedAt = now
+		switch v.step {
+		case stepRetry:
+			c.retrying(w, err, v, span)
+		case stepDead:
+			done = c.deadLetterTraced(w, err, v.reason, span)
 		}
-		wait, reason := c.failed(err, spent, &bo)
-		if parkable && (reason != "" || c.cfg.Park.shouldPark(err, spent, failedAt, now)) {
-			tracing.EndProcess(span, err) // ParkPolicy.After: parked instead of dead-lettered
-			return false, parkAs{cause: err, attempts: attempt, first: failedAt, at: now}
-		}
-		if reason != "" {
-			return c.deadLetterEnd(w, err, reason, span), out
-		}
-		c.retrying(w, err, wait, span)
-		if !w.p.waitRetry(w.seq, wait) {
-			return false, out // fenced, or skipped as stalled while waiting
+		tracing.EndProcess(span, err)
+		switch v.step {
+		case stepDone:
+			return true, out
+		case stepRetry:
+			if !w.p.waitRetry(w.seq, v.wait) {
+				return false, out // fenced, or skipped as stalled while waiting
+			}
+		case stepStale, stepDead, stepPark:
+			return done, out
 		}
 	}
-}
-
-// failed decides what the spent-th counted failed attempt of a record,
-// which returned err, leads to: the DLQ reason when it is given up ("" when
-// it is not), else the wait before its next attempt. *bo is the record's
-// backoff, made here on its first failure.
-func (c *Consumer) failed(err error, spent int, bo *backoff.BackOff) (wait time.Duration, reason Reason) {
-	reason = c.giveUp(err, spent)
-	if *bo == nil {
-		*bo = c.cfg.Retry.backoff()
-	}
-	wait = (*bo).NextBackOff()
-	if reason == "" && wait == backoff.Stop && !c.cfg.Retry.Forever {
-		reason = exhaustedReason(err)
-	}
-	return wait, reason
 }
 
 // retrying counts and reports a failed attempt of w's record, which
-// returned err and is tried again after wait, and ends its span.
-func (c *Consumer) retrying(w *work, err error, wait time.Duration, span trace.Span) {
-	if IsPermanent(err) {
+// returned err and is tried again as v says, in the attempt's span.
+func (c *Consumer) retrying(w *work, err error, v verdict, span trace.Span) {
+	if v.perm {
 		l := c.recordLog(span, w)
 		l.Error().Err(err).Msg("permanent error with no dead-letter topic: retrying")
 	}
 	c.stats.retries.Add(1)
 	if span.IsRecording() {
-		span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", wait.String())))
+		span.AddEvent(tracing.EventRetry, trace.WithAttributes(attribute.String("lanes.retry.wait", v.wait.String())))
 	}
-	tracing.EndProcess(span, err)
-}
-
-// giveUp returns the DLQ reason when err ends the retries at this attempt.
-func (c *Consumer) giveUp(err error, attempt int) Reason {
-	pol := c.cfg.Retry
-	switch {
-	case IsPermanent(err) && c.cfg.DeadLetterTopic != "":
-		return permanentReason(err)
-	case !pol.Forever && attempt >= pol.MaxAttempts:
-		return exhaustedReason(err)
-	}
-	return ""
-}
-
-func exhaustedReason(err error) Reason {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return ReasonTimeout
-	}
-	return ReasonRetriesExhausted
 }

@@ -17,16 +17,15 @@ import (
 // ours, and the record marked done once the broker acknowledged it. The
 // writer itself is deadletter.go.
 
-// deadLetterEnd dead-letters w's record for reason and ends the span of
-// its last attempt, which failed with err. It reports whether the broker
-// acknowledged the copy.
-func (c *Consumer) deadLetterEnd(w *work, err error, reason Reason, span trace.Span) bool {
+// deadLetterTraced dead-letters w's record for reason, in the span of its
+// last attempt, which failed with err (the caller ends the span). It
+// reports whether the broker acknowledged the copy.
+func (c *Consumer) deadLetterTraced(w *work, err error, reason Reason, span trace.Span) bool {
 	done := c.deadLetter(w, &w.msg, err, reason, span)
 	if done && span.IsRecording() {
 		span.AddEvent(tracing.EventDeadLetter, trace.WithAttributes(
 			attribute.String("lanes.dlq.reason", string(reason)), attribute.String("lanes.dlq.topic", c.cfg.DeadLetterTopic)))
 	}
-	tracing.EndProcess(span, err)
 	return done
 }
 

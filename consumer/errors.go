@@ -1,6 +1,9 @@
 package consumer
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Errors callers branch on.
 var (
@@ -113,4 +116,13 @@ func permanentReason(err error) Reason {
 		return p.reason
 	}
 	return ReasonPermanent
+}
+
+// exhaustedReason is the dead-letter reason of a record whose retry budget
+// err spent: its last attempt timed out, or its retries ran out.
+func exhaustedReason(err error) Reason {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ReasonTimeout
+	}
+	return ReasonRetriesExhausted
 }

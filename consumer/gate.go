@@ -12,10 +12,10 @@ import (
 // attempt its lane waits at the gate (through) while a silence hold
 // (silence.go) holds the member's work or the circuit breaker
 // (internal/breaker) is open, and passes as the breaker's probe when it
-// is one; after it, the gate judges its outcome (judged): a failure cut
-// by a hold, or while the breaker is open, counts against no budget. The
-// watchdog checks here that an open breaker can still probe. Neither hold
-// knows of lanes.
+// is one, else takes its resource's slot and a turn; after it, the gate
+// judges its outcome (judged): a failure cut by a hold, or while the
+// breaker is open, counts against no budget. Neither hold knows of lanes.
+// What watches the holds off the record's path is gate_watch.go.
 
 // pass is an attempt's way through the gate: the breaker's probe it runs
 // as (0: none), whether it waited for the breaker, and the member's count
@@ -34,10 +34,11 @@ type pass struct {
 // was fenced or w got done meanwhile (skipped as stalled): no attempt is
 // to be made.
 //
-// Under MaxConcurrency it then waits for a turn, and goes back to the gate
-// when a hold began or the breaker opened meanwhile: an attempt waiting for
-// its turn has not started, and must not start then. The breaker's probe
-// takes no turn: it runs alone while the breaker holds the rest.
+// It then takes its resource's slot and a turn (admitAttempt), and goes
+// back to the gate when a hold began or the breaker opened meanwhile: an
+// attempt waiting for either has not started, and must not start then.
+// The breaker's probe takes neither: it runs alone while the breaker holds
+// the rest.
 func (c *Consumer) through(w *work) (ps pass, ok bool) {
 	for {
 		if !c.silenceWait(w) {
@@ -51,17 +52,10 @@ func (c *Consumer) through(w *work) (ps pass, ok bool) {
 		if probe != 0 {
 			break
 		}
-		if w.resource != "" && c.ctl != nil {
-			ps.res = w.resource
-			if ps.slot, ok = c.slotFor(w); !ok {
-				return pass{}, false // fenced, or skipped as stalled, while it waited for a slot
-			}
-		}
-		if c.turns != nil && !c.turns.takeFor(w) {
+		if !c.admitAttempt(w, &ps) {
 			c.endTurn(ps)
-			return pass{}, false // fenced, or skipped as stalled, while it waited for its turn
+			return pass{}, false // fenced, or skipped as stalled, while it waited for a slot or a turn
 		}
-		ps.turn = c.turns != nil
 		if (!ps.slot && !ps.turn) || c.member.gate() == nil && (c.brk == nil || !c.brk.OpenNow()) {
 			break
 		}
@@ -70,6 +64,79 @@ func (c *Consumer) through(w *work) (ps pass, ok bool) {
 	}
 	ps.holds = c.member.holds.Load()
 	return ps, true
+}
+
+// admitAttempt takes what w's attempt needs before it starts, into ps: a slot of
+// its record's resource (Throttle: its Concurrency), then a turn
+// (MaxConcurrency), each only when one is needed. Both are tried at once
+// first; what is not free is waited for, the slot first, first come first
+// served, under one watch of w's partition. It reports false when w's
+// partition is fenced or w is done (skipped as stalled) first, as a record
+// queued in its lane would drop out (a revoke's drain does not wait for
+// them); the caller gives back what ps holds.
+func (c *Consumer) admitAttempt(w *work, ps *pass) bool {
+	slotFree := true
+	if w.resource != "" && c.ctl != nil {
+		ps.res = w.resource
+		ps.slot, slotFree = c.ctl.TrySlot(w.resource, time.Now())
+	}
+	if slotFree && (c.turns == nil || c.turns.sem.TryAcquire(1)) {
+		ps.turn = c.turns != nil
+		return true
+	}
+	return acquireFor(w, func(ctx context.Context) (err error) {
+		if !slotFree {
+			if ps.slot, err = c.ctl.Slot(ctx, w.resource, time.Now()); err != nil {
+				return err
+			}
+		}
+		if c.turns != nil {
+			if err = c.turns.take(ctx); err != nil {
+				return err
+			}
+			ps.turn = true
+		}
+		return nil
+	})
+}
+
+// acquireFor runs acquire for w under a context that ends when w's
+// partition is fenced or w is done (skipped as stalled); it reports false
+// when either happened, before or as acquire returned (the caller gives
+// back what it took).
+func acquireFor(w *work, acquire func(context.Context) error) bool {
+	ctx, cancel := context.WithCancel(w.p.attempts)
+	watched := make(chan struct{})
+	go func() { // owned here: ended and waited for before acquireFor returns
+		defer close(watched)
+		w.p.untilStale(ctx, w.seq, cancel)
+	}()
+	err := acquire(ctx)
+	cancel()
+	<-watched
+	return err == nil && !w.p.isFenced() && !w.p.isDone(w.seq) // both may have happened as it got it
+}
+
+// untilStale calls stale once p is fenced or its record seq is done,
+// unless ctx ends first (then it returns at once).
+func (p *partition) untilStale(ctx context.Context, seq uint64, stale func()) {
+	for {
+		p.mu.Lock()
+		done, marked := p.tr.IsDone(seq), p.marked
+		p.mu.Unlock()
+		if done {
+			stale()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.fence:
+			stale()
+			return
+		case <-marked:
+		}
+	}
 }
 
 // endTurn gives back the turn and the slot ps holds, once its attempt
@@ -93,46 +160,6 @@ func (c *Consumer) judged(p *partition, ps pass, err error) (_ error, again bool
 	cut, err := c.silenced(err, ps.holds)
 	excused := c.brk != nil && c.breakerReport(p, ps.probe, err)
 	return err, cut || excused
-}
-
-// breakerIdle, run by the watchdog, lets fetching resume while the breaker
-// is open with nothing to probe with (every held record ended — dead-lettered
-// as permanent, fenced by a rebalance — and the partitions were paused): the
-// next record fetched becomes the probe and its lane's wait holds fetching
-// again. Without it such a breaker would stay open for ever.
-//
-// It is also where a hung probe is noticed when no lane is asking: the
-// watchdog's tick gives it up as soon as it passes its limit.
-func (c *Consumer) breakerIdle(now time.Time) {
-	if !c.brk.OpenNow() {
-		return
-	}
-	idle, hung := c.brk.Idle(now)
-	c.probeHung(hung, now)
-	if idle {
-		c.brk.ReleaseIdle()
-		c.flow.holdChanged()
-	}
-}
-
-// probeHung warns that probe id was given up as hung at now (nothing when
-// id is 0): counted as a failed probe, the next one runs on another lane,
-// its own lane still waits for the handler. The record is named when the
-// gate still knows it.
-func (c *Consumer) probeHung(id breaker.ProbeID, now time.Time) {
-	if id == 0 {
-		return
-	}
-	b := c.brk
-	ev := c.log().Warn().Uint64("probe", uint64(id)).Stringer("timeout", c.cfg.HandlerTimeout).
-		Stringer("probe_interval", b.Policy().ProbeInterval)
-	if r := c.probeWork.Load(); r != nil && r.id == id {
-		ev = ev.Str("topic", r.w.rec.Topic).Int32("partition", r.w.rec.Partition).Int64("offset", r.w.rec.Offset).
-			Str("session", r.w.session).Stringer("running", now.Sub(r.start))
-	}
-	ev.Msg("circuit breaker probe given up as hung: it ran past HandlerTimeout (its handler ignores its context); " +
-		"counted as a failed probe, the next probe runs on another lane, its own lane waits for the handler to return; " +
-		"make the handler honour its context")
 }
 
 // breakerWait holds w's lane while the breaker is open, until it may
@@ -238,39 +265,4 @@ func (c *Consumer) silenced(err error, holds0 uint64) (bool, error) {
 		return false, err
 	}
 	return true, errors.Join(errGroupSilent, err)
-}
-
-// silenceLoop checks the member's silence when the hold could first be
-// due, and at once when a hold ended or a session began (membership.wake),
-// and holds the work when it is due; it runs until done is closed: the
-// shutdown's drain is over (handlers run during it, on partitions still
-// owned).
-func (c *Consumer) silenceLoop(done <-chan struct{}) {
-	t := time.NewTimer(c.member.checkSilence(time.Now(), c.holdWork))
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-c.member.wake:
-			t.Reset(c.member.checkSilence(time.Now(), c.holdWork))
-		case now := <-t.C:
-			t.Reset(c.member.checkSilence(now, c.holdWork))
-		}
-	}
-}
-
-// holdWork cancels the context of every attempt running; the hold (set
-// before) keeps any from starting. An attempt that begins meanwhile sees
-// the hold itself (track).
-func (c *Consumer) holdWork() {
-	for _, s := range c.shards {
-		s.mu.Lock()
-		for _, l := range s.lanes {
-			if a := l.actx.Load(); a != nil {
-				a.cancel(context.Canceled)
-			}
-		}
-		s.mu.Unlock()
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
@@ -82,12 +81,6 @@ type Gate struct {
 	sleepers map[Key]map[any]func() // lanes waiting for a paused session's resume
 	rated    map[Key]map[any]func() // lanes waiting for a session's rate: woken early when it changes
 	res      map[string]*resource
-}
-
-type resource struct {
-	lim   *rate.Limiter       // nil: no rate
-	slots *semaphore.Weighted // nil: no concurrency limit
-	users int                 // records holding or waiting for a slot
 }
 
 // NewGate is the gate of group, with session the limit of every session
@@ -271,23 +264,6 @@ func (g *Gate) sessionLimiter(k Key, now time.Time) *rate.Limiter {
 // fetched record.
 func (k Key) clone() Key {
 	return Key{Topic: strings.Clone(k.Topic), Session: strings.Clone(k.Session)}
-}
-
-// resourceOf is res's state, made on first use. g.mu held.
-func (g *Gate) resourceOf(res string, now time.Time) *resource {
-	r := g.res[res]
-	if r == nil {
-		var l Limit
-		if g.resource != nil {
-			l = g.resource(res)
-		}
-		r = &resource{lim: l.limiter(now)}
-		if l.Concurrency > 0 {
-			r.slots = semaphore.NewWeighted(int64(l.Concurrency))
-		}
-		g.res[res] = r
-	}
-	return r
 }
 
 // keep keeps wake under id for k in m. g.mu held.

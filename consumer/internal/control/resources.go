@@ -3,11 +3,40 @@ package control
 import (
 	"context"
 	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
 )
 
-// A resource's concurrency slots (Limit.Concurrency): taken by an
-// attempt before it starts, given back when it returns, first come, first
-// served.
+// A resource (what ThrottlePolicy.Resource names: a tenant, a shard): its
+// rate, held at admission (Gate.Admit), and its concurrency slots
+// (Limit.Concurrency): taken by an attempt before it starts, given back
+// when it returns, first come, first served.
+
+// resource is one resource's state, made on first use and forgotten when
+// idle (Tidy).
+type resource struct {
+	lim   *rate.Limiter       // nil: no rate
+	slots *semaphore.Weighted // nil: no concurrency limit
+	users int                 // records holding or waiting for a slot
+}
+
+// resourceOf is res's state, made on first use. g.mu held.
+func (g *Gate) resourceOf(res string, now time.Time) *resource {
+	r := g.res[res]
+	if r == nil {
+		var l Limit
+		if g.resource != nil {
+			l = g.resource(res)
+		}
+		r = &resource{lim: l.limiter(now)}
+		if l.Concurrency > 0 {
+			r.slots = semaphore.NewWeighted(int64(l.Concurrency))
+		}
+		g.res[res] = r
+	}
+	return r
+}
 
 // Slot waits, until ctx ends, for one of res's concurrency slots, first
 // come first served; the caller gives it back with Release. A resource
