@@ -55,6 +55,9 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 	if cfg.Park.Enabled {
 		return nil, fmt.Errorf("%w: Park: not supported with a BatchHandler", ErrConfig)
 	}
+	if cfg.Transactions.Enabled {
+		return nil, fmt.Errorf("%w: Transactions: not supported with a BatchHandler (use a Handler: each message's outputs commit with it)", ErrConfig)
+	}
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err

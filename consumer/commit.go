@@ -27,7 +27,9 @@ func (c *Consumer) commitLoop(bg context.Context) {
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 			parts := c.own.all()
-			if err := c.commit(ctx, parts); err != nil {
+			if c.tx != nil {
+				// committed in each transaction by the poll loop (tx.go)
+			} else if err := c.commit(ctx, parts); err != nil {
 				c.logCommitError(err)
 			}
 			c.refreshPausedLag(ctx, parts)

@@ -117,6 +117,10 @@ type Config struct {
 	// Throttle limits the pace of sessions and of the resources their
 	// records use. Default: none (see ThrottlePolicy).
 	Throttle ThrottlePolicy
+	// Transactions makes the pipeline exactly-once: a handler's outputs
+	// (Message.Output) commit in one Kafka transaction with its input's
+	// offset. Default: off (see TransactionPolicy).
+	Transactions TransactionPolicy
 
 	// Traces and metrics (OpenTelemetry).
 	//

@@ -130,6 +130,13 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.Throttle, err = cfg.Throttle.validate(); err != nil {
 		return cfg, err
 	}
+	if cfg.Transactions.Enabled {
+		if cfg.Transactions, err = cfg.Transactions.withDefaults(&cfg); err != nil {
+			return cfg, err
+		}
+	} else if cfg.Transactions != (TransactionPolicy{}) {
+		return bad("Transactions", "fields are set but Transactions.Enabled is false: set Enabled to turn the transactional mode on, or leave the policy empty")
+	}
 	if cfg.Slog != nil {
 		if cfg.Logger != nil {
 			return bad("Slog", "set Logger or Slog, not both")

@@ -82,6 +82,7 @@ type Consumer struct {
 	statusToken string
 	ran         atomic.Bool
 	returned    atomic.Bool // Run returned
+	tx          *txn        // the transactional mode (Config.Transactions); nil: off
 	crashed     atomic.Bool // set by tests to stop committing, as a killed process would
 }
 

@@ -46,7 +46,7 @@ func (c *Consumer) process(l *lane, w *work) {
 	if out.cause != nil {
 		done = c.parkOut(w, out.cause, out.attempts, out.first, out.at, "")
 	}
-	w.p.finish(w.seq, done)
+	c.finish(w, done) // with transactions, its outputs first (tx.go)
 }
 
 // parkAs is a record deliver leaves to be parked (cause is nil when it
@@ -72,7 +72,7 @@ type parkAs struct {
 // on; the attempt's span ends here, once.
 func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 	m := &w.msg
-	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
+	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group, outputsOn: c.tx != nil}
 	var t tries
 	for attempt := 1; ; attempt++ {
 		ps, ok := c.through(w)
@@ -82,7 +82,7 @@ func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 		if ps.waited {
 			t.bo = nil // the budget by time starts again after an outage
 		}
-		m.Attempt = attempt
+		m.Attempt, m.outputs = attempt, m.outputs[:0] // an attempt's outputs are its own
 		span, err := c.call(l, w, m)
 		err, again := c.judged(w.p, ps, err)
 		v := verdict{step: stepDone}

@@ -45,6 +45,14 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 		return false // skipped as stalled: the skipper wrote its copy
 	}
 	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
+	if c.tx != nil { // its copy is its only output, committed with its offset (tx.go: finish)
+		m.outputs = append(m.outputs[:0], rec)
+		c.stats.deadLettered(reason)
+		l := c.recordLog(span, w)
+		l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
+			Msg("record dead-lettered (in the transaction that commits its offset)")
+		return true
+	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
 	bo.MaxInterval = c.cfg.Retry.MaxInterval

@@ -10,6 +10,10 @@ var (
 	// ErrConfig is wrapped by every error [New] returns for a bad Config;
 	// the message names the field.
 	ErrConfig = errors.New("consumer: bad config")
+	// ErrNotTransactional is returned by Message.Output on a consumer
+	// without Config.Transactions: an output could not commit with its
+	// input.
+	ErrNotTransactional = errors.New("consumer: Message.Output needs Config.Transactions")
 	// ErrRunTwice: Run was called on a consumer that already ran.
 	ErrRunTwice = errors.New("consumer: Run called more than once")
 	// ErrUnfinished is wrapped by Run's error when the shutdown left work

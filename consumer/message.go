@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +31,35 @@ type Message struct {
 	// session had none in its lane). In a batch (NewBatch) it is 1 plus
 	// the failed calls in which the message was the first one not done.
 	Attempt int
+
+	// outputs are the records this attempt's handler gave Output;
+	// outputsOn says Output is allowed (Config.Transactions).
+	outputs   []*kgo.Record
+	outputsOn bool
+}
+
+// Output adds r to the message's outputs (Config.Transactions): produced
+// in the Kafka transaction that commits the message's offset, so a
+// read_committed reader sees them exactly when the message counts as
+// handled, all of them or none, once. r.Topic is required; r.Key places
+// r on its topic's partitions (TransactionPolicy.Outputs): outputs keyed
+// by the session keep the session's input order on one partition.
+//
+// Outputs wait in memory until the handler returns: an attempt that fails
+// drops the outputs it added, and the next attempt adds its own; a
+// message dead-lettered has its dead-letter copy as its only output. Call
+// Output from the handler's goroutine, before it returns, and do not
+// change r afterwards. Without Config.Transactions it returns
+// ErrNotTransactional.
+func (m *Message) Output(r *kgo.Record) error {
+	switch {
+	case !m.outputsOn:
+		return ErrNotTransactional
+	case r == nil || r.Topic == "":
+		return fmt.Errorf("consumer: Output: the record needs a topic (Record.Topic)")
+	}
+	m.outputs = append(m.outputs, r)
+	return nil
 }
 
 // Handler processes messages. Handle is called for one message of a session

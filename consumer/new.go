@@ -61,6 +61,9 @@ func build(cfg Config) (*Consumer, error) {
 	c.flow.drain = c.drainStash
 	c.grow = newGrowth()
 	c.turns = newTurns(cfg.MaxConcurrency)
+	if cfg.Transactions.Enabled {
+		c.tx = &txn{} // its session is made by Run
+	}
 	if cfg.Control.Enabled || cfg.Throttle.on() {
 		t := cfg.Throttle
 		c.ctl = control.NewGate(cfg.Group, control.Limit(t.Session), func(res string) control.Limit { return control.Limit(t.limitOf(res)) })

@@ -264,6 +264,15 @@ func (p *partition) startAt(offset int64) {
 	}
 }
 
+// startOffset is where the partition starts (its watermark before any
+// record), false when its start is not known.
+func (p *partition) startOffset() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.tr.Watermark()
+	return w, w >= 0
+}
+
 // head returns the sequence number of the record holding the watermark.
 func (p *partition) head() (uint64, bool) {
 	p.mu.Lock()

@@ -79,6 +79,10 @@ type partition struct {
 	epoch   uint64
 	max     int              // MaxBufferedRecords: pause at max held, resume at max/2
 	notify  func(*partition) // told, outside mu, when the wanted fetch state flips
+	// rewound marks a partition fenced by an aborted transaction (tx.go):
+	// its records finishing after drop their outputs and stay undone.
+	// Set under the transaction's lock, read under it shared.
+	rewound bool
 
 	// attempts is the parent of every handler attempt and dead-letter
 	// write of this assignment (a child of the consumer's work context);

@@ -184,6 +184,10 @@ func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[st
 // revoke drains parts (drainRevoked), commits and releases them.
 func (c *Consumer) revoke(ctx context.Context, parts []*partition) {
 	c.drainRevoked(ctx, parts)
+	if c.tx != nil { // the open transaction aborts (franz-go's session): the next owner handles what it held
+		c.own.release(parts)
+		return
+	}
 	cctx, cancel := context.WithDeadline(ctx, c.finalDeadline(time.Now()))
 	defer cancel()
 	if err := c.commit(cctx, parts); err != nil {

@@ -46,7 +46,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.openPark(); err != nil { // before the group client: its first assignment rebuilds parked sets
 		return err
 	}
-	cl, err := kgo.NewClient(c.clientOpts()...)
+	cl, err := c.openClient()
 	if err != nil {
 		c.closePark()
 		return fmt.Errorf("consumer: start client: %w", err)
@@ -119,24 +119,37 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return err
 }
 
-// poll is the poll loop: fetch, dispatch to lanes, allow a rebalance.
+// poll is the poll loop: fetch, dispatch to lanes, end the transaction
+// when one is due (txTick), allow a rebalance.
 func (c *Consumer) poll(ctx context.Context) {
 	for ctx.Err() == nil {
-		fs := c.client.PollRecords(ctx, c.cfg.MaxPollRecords)
+		pctx, cancel := c.pollCtx(ctx)
+		fs := c.client.PollRecords(pctx, c.cfg.MaxPollRecords)
+		cancel()
 		if fs.IsClientClosed() {
 			c.client.AllowRebalance()
 			return
 		}
 		c.noteUnknownTopicIDs(fs)
 		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				c.logPollError(t, p, err)
 			}
 		})
 		c.dispatch(fs)
+		c.txTick(ctx)
 		c.client.AllowRebalance()
 	}
 	c.client.AllowRebalance()
+}
+
+// openClient makes the member's group client: a transactional session
+// with Config.Transactions.
+func (c *Consumer) openClient() (*kgo.Client, error) {
+	if c.cfg.Transactions.Enabled {
+		return c.openTx(c.clientOpts())
+	}
+	return kgo.NewClient(c.clientOpts()...)
 }
 
 // logPollError logs an error a poll returned as what it is: a fetch error

@@ -67,7 +67,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 	var errs []error
 	c.takeUps.wait(ctx)  // a take-up during the shutdown reads what this commit hands on
 	owned := c.own.all() // what a revoke during the drain did not take
-	if err := c.commit(ctx, owned); err != nil {
+	if err := c.finalCommit(ctx, owned); err != nil {
 		errs = append(errs, err)
 	}
 	c.own.release(owned)

@@ -88,6 +88,9 @@ type Stats struct {
 	// Control is per-session control's state (Config.Control,
 	// Config.Throttle).
 	Control ControlStats `json:"control"`
+	// Transactions is the transactional mode's count (Config.Transactions;
+	// zero when off).
+	Transactions TxStats `json:"transactions"`
 	// Busy is how many handler attempts the member runs at once,
 	// averaged over about ten seconds (sampled at each watchdog tick), and
 	// BusyRatio is Busy ÷ MaxConcurrency: how much of what the member may

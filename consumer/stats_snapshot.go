@@ -61,6 +61,7 @@ func (c *Consumer) Stats() Stats {
 	})
 	c.diagnose(&out)
 	out.Control = c.controlStats()
+	out.Transactions = c.txStats()
 	out.Busy = c.busy.value()
 	if c.cfg.MaxConcurrency > 0 {
 		out.BusyRatio = out.Busy / float64(c.cfg.MaxConcurrency)

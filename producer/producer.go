@@ -77,66 +77,13 @@ func New(cfg Config) (*Producer, error) {
 // above the largest value.
 const batchOverhead = 4096
 
+// partitioner is the producer's partitioner for p: the scheme's own,
+// stamping each keyed record with its placement (hashring.Partitioner).
 func partitioner(p Partitioning) kgo.Partitioner {
 	if p == PartitionJump {
-		return placing{hashring.SchemeJump, kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-			return func(r *kgo.Record, n int) int {
-				p, _ := hashring.JumpPartition(string(r.Key), n)
-				return p
-			}
-		})}
+		return hashring.Partitioner(hashring.SchemeJump)
 	}
-	return placing{hashring.SchemeKafka, kgo.StickyKeyPartitioner(nil)}
-}
-
-// placing is the producer's partitioner: the scheme's own (Kafka's
-// murmur2 or jump hashing) that also stamps each record with the placement
-// it made (hashring.HeaderPlacement: the scheme and the partition count it
-// hashed over), so that a consumer can keep a session's order when the
-// topic's partition count changes.
-type placing struct {
-	scheme hashring.Scheme
-	inner  kgo.Partitioner
-}
-
-func (pl placing) ForTopic(t string) kgo.TopicPartitioner {
-	return &placingTopic{scheme: pl.scheme, inner: pl.inner.ForTopic(t)}
-}
-
-// placingTopic places the records of one topic. franz-go calls it under
-// the topic's partitioner lock, so its cache of the last header value
-// needs no lock of its own.
-type placingTopic struct {
-	scheme hashring.Scheme
-	inner  kgo.TopicPartitioner
-	n      int    // the count value was made for
-	value  []byte // the header value for n
-}
-
-func (pt *placingTopic) RequiresConsistency(r *kgo.Record) bool {
-	return pt.inner.RequiresConsistency(r)
-}
-
-func (pt *placingTopic) Partition(r *kgo.Record, n int) int {
-	if pt.n != n {
-		pt.n, pt.value = n, []byte(hashring.Placement{Scheme: pt.scheme, Count: n}.String())
-	}
-	if len(r.Key) > 0 { // a keyless record is placed by no key: nothing to keep in order
-		stampPlacement(r, pt.value)
-	}
-	return pt.inner.Partition(r, n)
-}
-
-// stampPlacement sets r's placement header to v, replacing one set before
-// (a record partitioned again).
-func stampPlacement(r *kgo.Record, v []byte) {
-	for i := range r.Headers {
-		if r.Headers[i].Key == hashring.HeaderPlacement {
-			r.Headers[i].Value = v
-			return
-		}
-	}
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: hashring.HeaderPlacement, Value: v})
+	return hashring.Partitioner(hashring.SchemeKafka)
 }
 
 // Send sends one message of session and waits for the broker's ack (or ctx).

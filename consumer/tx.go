@@ -1,0 +1,316 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanesdev/lanes/hashring"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The transactional mode (Config.Transactions,
+// https://github.com/lanesdev/lanes/blob/main/docs/exactly-once.md). The
+// member's group client is a franz-go GroupTransactSession. A handler's
+// outputs wait with its message until it returns; a record done is
+// finished (finish) under the transaction's shared lock: its outputs are
+// produced into the open transaction and its offset marked done together.
+// Once per CommitInterval the poll loop, between two polls and before it
+// allows a rebalance (so no revoke runs meanwhile), takes the lock alone
+// and ends the transaction (txEnd) with the partitions' watermarks and
+// completed-offset metadata as its offset commit, then begins the next.
+// So a transaction's offsets cover exactly the inputs whose outputs it
+// holds.
+//
+// A transaction that does not commit (an output refused, a revoke or a
+// lost partition since it began, a commit refused, the member fenced) is
+// aborted: every owned partition is fenced under the lock, so no record
+// finishes into the next transaction, then rewound (txRewind): its
+// handlers drained, its state read again from the group's commit, its
+// fetch position set there. What the aborted transaction held is handled
+// again, its outputs produced again, once.
+
+// txn is the transactional mode's state.
+type txn struct {
+	sess *kgo.GroupTransactSession
+	// mu is held shared by a record finishing (its outputs produced, its
+	// offset marked done), alone while a transaction ends and the next
+	// begins.
+	mu sync.RWMutex
+	// failed is the first output the broker refused since the
+	// transaction began: it cannot commit.
+	failed atomic.Pointer[error]
+	due    time.Time // the next end: the poll loop's alone
+
+	committed, aborted, outputs, rewinds atomic.Int64
+	endNanos                             atomic.Int64 // time spent ending transactions that committed
+}
+
+// txOpts are the group client's options for the transactional mode.
+func (c *Consumer) txOpts() []kgo.Opt {
+	p := c.cfg.Transactions
+	return []kgo.Opt{
+		kgo.TransactionalID(p.ID),
+		kgo.TransactionTimeout(p.Timeout),
+		kgo.RecordPartitioner(hashring.Partitioner(p.Outputs)),
+	}
+}
+
+// openTx makes the group client a transactional session and begins its
+// first transaction.
+func (c *Consumer) openTx(opts []kgo.Opt) (*kgo.Client, error) {
+	s, err := kgo.NewGroupTransactSession(append(opts, c.txOpts()...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Begin(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("begin the first transaction (transactional ID %q): %w", c.cfg.Transactions.ID, err)
+	}
+	c.tx.sess, c.tx.due = s, time.Now().Add(c.cfg.CommitInterval)
+	return s.Client(), nil
+}
+
+// finish ends w's record in its partition (done: handled, or its
+// dead-letter copy is its output). With transactions on, it does so under
+// the transaction's shared lock, producing the record's outputs into the
+// open transaction first, as a drain does while the partition is fenced
+// by a revoke or the shutdown (the transaction commits with the shutdown,
+// and aborts after a revoke); unless the partition was rewound after an
+// abort: then its outputs are dropped and it stays undone, and its
+// partition's next take-up handles it again.
+func (c *Consumer) finish(w *work, done bool) {
+	t := c.tx
+	if t == nil {
+		w.p.finish(w.seq, done)
+		return
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if w.p.rewound {
+		done = false
+	}
+	if done {
+		for _, r := range w.msg.outputs {
+			t.sess.Produce(context.Background(), r, t.refused)
+		}
+		t.outputs.Add(int64(len(w.msg.outputs)))
+	}
+	w.msg.outputs = nil
+	w.p.finish(w.seq, done)
+}
+
+// refused is every output's promise: the first error makes the open
+// transaction abort.
+func (t *txn) refused(r *kgo.Record, err error) {
+	if err != nil {
+		err = fmt.Errorf("output to %s/%d: %w", r.Topic, r.Partition, err)
+		t.failed.CompareAndSwap(nil, &err)
+	}
+}
+
+// txTick ends the open transaction and begins the next when it is due;
+// the poll loop calls it between polls, before allowing a rebalance.
+func (c *Consumer) txTick(ctx context.Context) {
+	if t := c.tx; t != nil && !time.Now().Before(t.due) {
+		c.txEnd(ctx, true)
+		t.due = time.Now().Add(c.cfg.CommitInterval)
+	}
+}
+
+// pollCtx is the context of one poll: with transactions on, it ends when
+// the open transaction is due to end.
+func (c *Consumer) pollCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.tx == nil {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, c.tx.due)
+}
+
+// txEnd ends the open transaction, committing it with every owned
+// partition's commit point when it can, and begins the next unless the
+// member is shutting down (next false). One that does not commit is
+// rewound (txRewind). It reports whether it committed.
+func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
+	t := c.tx
+	t.mu.Lock()
+	parts := c.own.all()
+	points, meta := c.commitPoints(parts)
+	try := kgo.TryCommit
+	failed := t.failed.Swap(nil)
+	if failed != nil {
+		try = kgo.TryAbort
+	}
+	start := time.Now()
+	ectx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	ectx = kgo.PreTxnCommitFnContext(ectx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		txOffsets(req, meta)
+		return nil
+	})
+	committed, err := t.sess.End(ectx, try)
+	cancel()
+	if committed {
+		for p, cp := range points {
+			p.committedAt(cp)
+		}
+		t.committed.Add(1)
+		t.endNanos.Add(time.Since(start).Nanoseconds())
+		c.metrics.commitDone(time.Since(start))
+	} else {
+		t.aborted.Add(1)
+		for _, p := range parts {
+			p.rewound = true // nothing of them finishes into the next transaction
+			p.stopStarting()
+		}
+		c.logTxAbort(failed, err, len(parts))
+	}
+	var berr error
+	if next {
+		berr = t.sess.Begin()
+	}
+	t.mu.Unlock()
+	if berr != nil {
+		c.log().Error().Err(berr).Str("transactional_id", c.cfg.Transactions.ID).
+			Msg("cannot begin the next transaction: the member stops handling; restart it (its partitions go to other members)")
+	}
+	if !committed && next {
+		c.txRewind(ctx, parts)
+	}
+	return committed
+}
+
+// commitPoints is the commit point of each of parts that moved since its
+// last commit, and its metadata by partition.
+func (c *Consumer) commitPoints(parts []*partition) (map[*partition]commitPoint, map[partKey]commitPoint) {
+	metaMax := c.cfg.MaxCommitMetadataBytes
+	if c.cfg.DisableCompletedOffsets {
+		metaMax = 0
+	}
+	points := map[*partition]commitPoint{}
+	byKey := map[partKey]commitPoint{}
+	for _, p := range parts {
+		if cp, ok := p.toCommit(metaMax); ok {
+			points[p], byKey[p.key] = cp, cp
+		}
+	}
+	return points, byKey
+}
+
+// txOffsets makes the transaction's offset commit lanes' own: each
+// partition's watermark and completed-offset metadata (points) in place
+// of franz-go's fetch positions. A partition with no point is left out:
+// its commit stands. Topic IDs are kept from franz-go's request.
+func txOffsets(req *kmsg.TxnOffsetCommitRequest, points map[partKey]commitPoint) {
+	ids := map[string][16]byte{}
+	for _, t := range req.Topics {
+		ids[t.Topic] = t.TopicID
+	}
+	byTopic := map[string][]kmsg.TxnOffsetCommitRequestTopicPartition{}
+	for k, cp := range points {
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = k.partition, cp.offset, -1, &cp.meta
+		byTopic[k.topic] = append(byTopic[k.topic], p)
+	}
+	req.Topics = req.Topics[:0]
+	for topic, ps := range byTopic {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.TopicID, t.Partitions = topic, ids[topic], ps
+		req.Topics = append(req.Topics, t)
+	}
+}
+
+// txRewind takes parts, fenced by an aborted transaction, up again from
+// the group's commit, as a new assignment would: their running handlers
+// drained (as a revoke's are), their offsets, completed offsets and
+// growth read again, and their fetch positions set to where they start.
+// It runs on the poll loop, between polls.
+func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
+	if len(parts) == 0 {
+		return
+	}
+	t := c.tx
+	t.rewinds.Add(1)
+	c.drainRevoked(ctx, parts)
+	c.own.release(parts)
+	c.growForget(parts)
+	assigned := map[string][]int32{}
+	for _, p := range parts {
+		assigned[p.key.topic] = append(assigned[p.key.topic], p.key.partition)
+	}
+	c.onAssigned(ctx, c.client, assigned)
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for _, p := range c.own.lookup(assigned) {
+		if at, ok := p.startOffset(); ok {
+			if set[p.key.topic] == nil {
+				set[p.key.topic] = map[int32]kgo.EpochOffset{}
+			}
+			set[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
+		}
+	}
+	c.client.SetOffsets(set)
+}
+
+// logTxAbort reports a transaction that did not commit: failed is the
+// output refused in it (nil: none), err End's error.
+func (c *Consumer) logTxAbort(failed *error, err error, parts int) {
+	ev := c.log().Warn().Str("transactional_id", c.cfg.Transactions.ID).Int("partitions", parts)
+	if failed != nil {
+		ev = ev.AnErr("output_error", *failed)
+	}
+	if err != nil {
+		ev = ev.Err(err)
+	}
+	why := "a rebalance or a lost partition since it began"
+	switch {
+	case failed != nil:
+		why = "an output was refused"
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "ending it timed out (CommitTimeout)"
+	case err != nil:
+		why = "the commit failed"
+	}
+	ev.Msg("transaction aborted (" + why + "): its outputs are not visible to read_committed readers; " +
+		"its partitions restart from the group's last commit and handle those records again")
+}
+
+// finalCommit is the shutdown's commit of owned: with transactions, the
+// open transaction's end, committing what the drain finished.
+func (c *Consumer) finalCommit(ctx context.Context, owned []*partition) error {
+	if c.tx == nil {
+		return c.commit(ctx, owned)
+	}
+	if !c.txEnd(ctx, false) {
+		return fmt.Errorf("%w: the final transaction did not commit; the next owner handles its records again", ErrCommit)
+	}
+	return nil
+}
+
+// TxStats counts the transactional mode's work (Config.Transactions).
+type TxStats struct {
+	// Committed and Aborted count the transactions ended each way.
+	Committed int64 `json:"committed"`
+	Aborted   int64 `json:"aborted"`
+	// Outputs counts the output records produced into transactions (a
+	// dead-letter copy included), those of aborted ones too.
+	Outputs int64 `json:"outputs"`
+	// Rewinds counts the restarts of the member's partitions from the
+	// group's commit after an abort.
+	Rewinds int64 `json:"rewinds"`
+	// EndTime is the time spent ending the transactions that committed
+	// (flushing their outputs, committing offsets, ending): ÷ Committed
+	// is the mean.
+	EndTime time.Duration `json:"end_time_ns"`
+}
+
+func (c *Consumer) txStats() TxStats {
+	t := c.tx
+	if t == nil {
+		return TxStats{}
+	}
+	return TxStats{Committed: t.committed.Load(), Aborted: t.aborted.Load(), Outputs: t.outputs.Load(),
+		Rewinds: t.rewinds.Load(), EndTime: time.Duration(t.endNanos.Load())}
+}
