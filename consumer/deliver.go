@@ -84,6 +84,9 @@ func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 		}
 		m.Attempt, m.outputs = attempt, m.outputs[:0] // an attempt's outputs are its own
 		span, err := c.call(l, w, m)
+		if m.outputsOn {
+			m.outSpan = span.SpanContext() // the trace context of its outputs, or its dead-letter copy (tx.go)
+		}
 		err, again := c.judged(w.p, ps, err)
 		v := verdict{step: stepDone}
 		switch {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Message is one record handed to a Handler. It stays valid after Handle
@@ -36,6 +37,7 @@ type Message struct {
 	// outputsOn says Output is allowed (Config.Transactions).
 	outputs   []*kgo.Record
 	outputsOn bool
+	outSpan   trace.SpanContext // the span of the attempt whose outputs these are
 }
 
 // Output adds r to the message's outputs (Config.Transactions): produced

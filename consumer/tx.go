@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The transactional mode (Config.Transactions,
@@ -95,13 +99,49 @@ func (c *Consumer) finish(w *work, done bool) {
 		done = false
 	}
 	if done {
+		c.stampOutputs(w)
 		for _, r := range w.msg.outputs {
 			t.sess.Produce(context.Background(), r, t.refused)
 		}
 		t.outputs.Add(int64(len(w.msg.outputs)))
 	}
-	w.msg.outputs = nil
+	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
 	w.p.finish(w.seq, done)
+}
+
+// HeaderInput and HeaderOutput are set on every output of a transactional
+// pipeline (Message.Output): the input it answers, as
+// "topic/partition@offset", and its place among that input's outputs, as
+// "k/n" (k from 0). A read_committed reader can so count every input's
+// outputs (lanestest.ReadOutputs does). A dead-letter copy carries them
+// too.
+const (
+	HeaderInput  = "lanes-input"
+	HeaderOutput = "lanes-output"
+)
+
+// stampOutputs names, on each of w's outputs, its input and its place
+// (HeaderInput, HeaderOutput), and the trace context of the attempt that
+// made it, unless the handler set one: a reader's span links to it.
+func (c *Consumer) stampOutputs(w *work) {
+	outs := w.msg.outputs
+	if len(outs) == 0 {
+		return
+	}
+	in := w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10) + "@" + strconv.FormatInt(w.rec.Offset, 10)
+	n := "/" + strconv.Itoa(len(outs))
+	var ctx context.Context
+	if w.msg.outSpan.IsValid() {
+		ctx = trace.ContextWithSpanContext(context.Background(), w.msg.outSpan)
+	}
+	prop := c.tracer.Propagator()
+	for k, r := range outs {
+		eventid.SetHeader(r, HeaderInput, in)
+		eventid.SetHeader(r, HeaderOutput, strconv.Itoa(k)+n)
+		if ctx != nil && tracing.NewCarrier(r).Get("traceparent") == "" {
+			prop.Inject(ctx, tracing.NewCarrier(r))
+		}
+	}
 }
 
 // refused is every output's promise: the first error makes the open
