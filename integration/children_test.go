@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,14 +53,15 @@ func newChildren(t *testing.T, brokers []string, group, topic, dlq string) *chil
 	return ch
 }
 
-// spawn starts one more consumer process and returns its member name
-// (from the test's goroutine only).
-func (ch *children) spawn() string {
+// spawn starts one more consumer process, with env added to its
+// environment, and returns its member name (from the test's goroutine
+// only).
+func (ch *children) spawn(env ...string) string {
 	ch.t.Helper()
 	ch.n++
 	name := fmt.Sprintf("p%d", ch.n)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(ch.env, "LANES_MEMBER="+name,
+	cmd.Env = append(slices.Concat(ch.env, env), "LANES_MEMBER="+name,
 		"LANES_CALLS_FILE="+filepath.Join(ch.dir, fmt.Sprintf("calls-%d.jsonl", ch.n)))
 	// A file, not the test's stderr: a child must never hold go test's
 	// output pipe open.

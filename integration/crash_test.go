@@ -79,6 +79,11 @@ func helperConsumer() int {
 	if os.Getenv("LANES_PARK") != "" { // TestParkCrash
 		cfg.Park, h = parkHelper(h)
 	}
+	if out := os.Getenv("LANES_TX_OUT"); out != "" { // TestCrashExactlyOnce: the slot's transactional ID, kept across restarts
+		cfg.CommitInterval = 100 * time.Millisecond
+		cfg.Transactions = consumer.TransactionPolicy{Enabled: true, ID: os.Getenv("LANES_TX_ID"), Timeout: 10 * time.Second}
+		h = txHandler(out, faults{transient: 0.05, work: 10 * time.Millisecond})
+	}
 	c, err := consumer.New(cfg, lanestest.Record(member, fl.write, h))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer"
@@ -48,6 +51,30 @@ func checkExactlyOnce(t *testing.T, c *cluster, out string, n int) lanestest.Out
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	cl := c.client(t)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for { // a transaction left open (a killed member's, until its ID is used again or it times out) holds what follows it
+		stable, err1 := adm.ListCommittedOffsets(ctx, out)
+		ends, err2 := adm.ListEndOffsets(ctx, out)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatalf("offsets of %s: %v", out, err)
+		}
+		open := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
+				open++
+			}
+		})
+		if open == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d partitions of %s still hold an open transaction", open, out)
+		case <-time.After(200 * time.Millisecond): // the broker tells no one when a transaction ends: look again
+		}
+	}
 	r, err := lanestest.ReadOutputs(ctx, append([]kgo.Opt{kgo.SeedBrokers(c.brokers...)}, c.Opts()...), out)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +142,65 @@ func TestExactlyOnceRollingMembers(t *testing.T) {
 	}
 	if committed == 0 || aborted == 0 {
 		t.Errorf("%d committed, %d aborted: want both (the revokes abort)", committed, aborted)
+	}
+	checkExactlyOnce(t, c, out, total)
+}
+
+// Exactly-once, claim 3 under SIGKILL (docs/exactly-once.md): consumers
+// run as child processes in the transactional mode, each slot keeping its
+// transactional ID across restarts (as a StatefulSet's pods do), and are
+// killed with SIGKILL at random points, mid-transaction, four times, then
+// restarted. Every input's outputs are read at read_committed exactly
+// once, whole, in their session's input order; no input is lost.
+func TestCrashExactlyOnce(t *testing.T) {
+	longOnly(t, "the exactly-once crash scenario")
+	c := newCluster(t)
+	topic, dlq := c.topics(t, 6)
+	out := topic + "-out"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopics(ctx, 6, out); err != nil {
+		t.Fatal(err)
+	}
+	l := lanestest.NewLedger()
+	sessions := sessionNames(40)
+	const per = 150
+	total := len(sessions) * per
+	c.produce(t, topic, sessions, per, l)
+	group := groupName("eos-crash")
+	ch := newChildren(t, c.brokers, group, topic, dlq)
+	spawn := func(slot int) string {
+		return ch.spawn("LANES_TX_OUT="+out, "LANES_TX_ID="+group+"-slot"+strconv.Itoa(slot))
+	}
+	procs := []string{spawn(0), spawn(1)}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kills := 0
+	for kills < 4 && ch.calls.load(t, l) < total {
+		waitProgress(t, ch.calls, l, 200, total)
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond) // a random point: mid-transaction (100 ms each)
+		k := rng.IntN(len(procs))
+		ch.kill(procs[k])
+		kills++
+		procs[k] = spawn(k)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for ch.calls.load(t, l) < total {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %d of %d handled", l.Accounted(), total)
+		}
+		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
+	}
+	waitLagZero(t, c, group, topic, 3*time.Minute)
+	for _, p := range procs {
+		if err := ch.term(p); err != nil {
+			t.Errorf("child exit: %v", err)
+		}
+	}
+	ch.calls.load(t, l)
+	r := l.Report()
+	t.Logf("%s: %d SIGKILLs, %d consumer processes; %s", c.name(), kills, ch.n, r)
+	if r.Violations > 0 || r.Lost > 0 {
+		t.Errorf("session order or accounting broken: %s", r)
 	}
 	checkExactlyOnce(t, c, out, total)
 }
