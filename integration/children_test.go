@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // children are consumer processes of one group: the test binary run again
@@ -26,6 +28,14 @@ type children struct {
 	mu    sync.Mutex           // a graceful stop may run beside a spawn
 	procs map[string]*exec.Cmd // running, by member name
 	ready map[string]chan struct{}
+
+	// Members killed, and when: a broker must count them gone
+	// (ghosts).
+	killed     map[string]time.Time
+	ghostCheck time.Time            // the last look for ghosts
+	ghostSeen  map[string]time.Time // member ID → first seen in the stable group, killed
+	reaped     int                  // ghosts removed (kfake)
+	admin      *kgo.Client          // for ghosts, made at the first look
 }
 
 // childReadyFD is the descriptor on which a child says it is ready: its
@@ -36,7 +46,8 @@ func newChildren(t *testing.T, brokers []string, group, topic, dlq string) *chil
 	t.Helper()
 	dir := t.TempDir()
 	ch := &children{t: t, dir: dir, procs: map[string]*exec.Cmd{}, ready: map[string]chan struct{}{},
-		calls: &callFiles{dir: dir, read: map[string]int64{}},
+		killed: map[string]time.Time{},
+		calls:  &callFiles{dir: dir, read: map[string]int64{}},
 		env: append(os.Environ(), "LANES_HELPER=consumer", "LANES_CHILD_BROKERS="+strings.Join(brokers, ","),
 			"LANES_GROUP="+group, "LANES_TOPIC="+topic, "LANES_DLQ="+dlq)}
 	t.Cleanup(func() { // a failed test must not leave consumers running
@@ -109,6 +120,9 @@ func (ch *children) kill(name string) {
 	p := ch.take(name)
 	_ = p.Process.Kill()
 	_ = p.Wait()
+	ch.mu.Lock()
+	ch.killed[name] = time.Now()
+	ch.mu.Unlock()
 }
 
 // term ends member name with SIGTERM (a graceful shutdown: drain, commit,

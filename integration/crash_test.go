@@ -19,6 +19,7 @@ import (
 
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 )
@@ -65,8 +66,10 @@ func helperConsumer() int {
 		// waits for members that never come back at most RebalanceTimeout.
 		// Under KIP-848 the broker sets the first two (kafka.sh: the same
 		// 6 s and 500 ms).
-		ClientOptions: append([]kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
-			kgo.RebalanceTimeout(8 * time.Second)}, protocolOpts()...),
+		// The client ID names the process in the group's member list
+		// (children.ghosts).
+		ClientOptions: append([]kgo.Opt{kgo.SessionTimeout(childSessionTimeout), kgo.HeartbeatInterval(childHeartbeat),
+			kgo.RebalanceTimeout(childRebalanceTimeout), kgo.ClientID(childClientID(member))}, protocolOpts()...),
 	}
 	// A child's stderr goes to its own log file, whose tail a failing
 	// scenario prints: log at INFO always, DEBUG when asked.
@@ -136,7 +139,7 @@ func TestCrashScenario(t *testing.T) {
 		// Let the group recover from the last kill (progress resumes), then
 		// kill at a random point 0.2 to 1 s later. Killing faster than a
 		// rebalance completes only piles up rebalances.
-		waitProgress(t, calls, l, 200, total)
+		waitProgress(t, calls, l, 200, total, func() { ch.ghosts(c, groupName("crash")) })
 		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 		k := rng.IntN(len(procs))
 		ch.kill(procs[k]) // SIGKILL: no drain, no commit, no leave
@@ -145,7 +148,9 @@ func TestCrashScenario(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for calls.load(t, l) < len(sessions)*per {
+		ch.ghosts(c, groupName("crash"))
 		if time.Now().After(deadline) {
+			logGroup(t, c, groupName("crash"), topic)
 			t.Fatalf("timed out: %d of %d finished", l.Accounted(), len(sessions)*per)
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
@@ -158,19 +163,62 @@ func TestCrashScenario(t *testing.T) {
 	calls.load(t, l)
 	c.readDLQ(t, dlq, l)
 	r := l.Report()
-	t.Logf("%d SIGKILLs, %d consumer processes", kills, ch.n)
+	t.Logf("%d SIGKILLs, %d consumer processes, %d members of killed processes removed from the group (kfake kept them)", kills, ch.n, ch.reaped)
 	assertClean(t, c, r, time.Since(start), true)
 }
 
+// logGroup logs the group's members, with their client IDs (which name
+// the processes) and assignments, and each partition's committed and end
+// offsets: who holds what a stuck scenario waits for.
+func logGroup(t *testing.T, c *cluster, group, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl := c.client(t)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	dg, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Logf("describe group %s: %v", group, err)
+	}
+	for _, g := range dg {
+		t.Logf("group %s: state %s, error %v", g.Group, g.State, g.Err)
+		for _, m := range g.Members {
+			var held []int32
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				for _, tp := range a.Topics {
+					held = append(held, tp.Partitions...)
+				}
+			}
+			t.Logf("member %s (client %s): partitions %v", m.MemberID, m.ClientID, held)
+		}
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Logf("committed offsets of %s: %v", group, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Logf("end offsets of %s: %v", topic, err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		o, _ := committed.Lookup(topic, e.Partition)
+		t.Logf("partition %d: committed %d, end %d", e.Partition, o.At, e.Offset)
+	})
+}
+
 // waitProgress waits until n more messages finished (or all did), failing
-// after a minute without that progress.
-func waitProgress(t *testing.T, calls *callFiles, l *lanestest.Ledger, n, total int) {
+// after a minute without that progress; each is called at every poll.
+func waitProgress(t *testing.T, calls *callFiles, l *lanestest.Ledger, n, total int, each ...func()) {
 	t.Helper()
 	from := calls.load(t, l)
 	deadline := time.Now().Add(time.Minute)
 	for got := from; got < from+n && got < total; got = calls.load(t, l) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no progress after a restart: %d finished, %d a minute ago", got, from)
+		}
+		for _, f := range each {
+			f()
 		}
 		time.Sleep(100 * time.Millisecond) // the children report through files: poll them
 	}

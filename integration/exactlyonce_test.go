@@ -176,7 +176,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kills := 0
 	for kills < 4 && ch.calls.load(t, l) < total {
-		waitProgress(t, ch.calls, l, 200, total)
+		waitProgress(t, ch.calls, l, 200, total, func() { ch.ghosts(c, group) })
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond) // a random point: mid-transaction (100 ms each)
 		k := rng.IntN(len(procs))
 		ch.kill(procs[k])
@@ -185,7 +185,9 @@ func TestCrashExactlyOnce(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for ch.calls.load(t, l) < total {
+		ch.ghosts(c, group)
 		if time.Now().After(deadline) {
+			logGroup(t, c, group, topic)
 			t.Fatalf("timed out: %d of %d handled", l.Accounted(), total)
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
