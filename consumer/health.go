@@ -75,6 +75,7 @@ func (c *Consumer) health(st Stats, now time.Time) Health {
 	h.Reasons = append(h.Reasons, growthReasons(st.Growing, c.cfg.Growth.HealthAge)...)
 	reasons, notices := c.controlReasons(st, now)
 	h.Reasons, h.Notices = append(h.Reasons, reasons...), append(h.Notices, notices...)
+	h.Reasons = append(h.Reasons, c.txReasons(now)...)
 	if r := commitReason(st.Partitions, now); r != "" {
 		h.Reasons = append(h.Reasons, r)
 	}

@@ -24,6 +24,7 @@ type metrics struct {
 	record     []metric.RecordOption // {group}, prebuilt: a variadic literal would allocate per call
 	reg        metric.Registration
 	parkReg    metric.Registration // park_metrics.go
+	txReg      metric.Registration // tx_observe.go
 }
 
 func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*metrics, error) {
@@ -141,7 +142,10 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	if err != nil {
 		return nil, err
 	}
-	out.parkReg, err = registerParkMetrics(m, stats, group)
+	if out.parkReg, err = registerParkMetrics(m, stats, group); err != nil {
+		return nil, err
+	}
+	out.txReg, err = registerTxMetrics(m, stats, group)
 	return out, err
 }
 
@@ -164,6 +168,9 @@ func (m *metrics) close() {
 	}
 	if m.parkReg != nil {
 		_ = m.parkReg.Unregister()
+	}
+	if m.txReg != nil {
+		_ = m.txReg.Unregister()
 	}
 }
 

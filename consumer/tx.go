@@ -52,6 +52,13 @@ type txn struct {
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
+
+	whyMu      sync.Mutex // guards what Health says (tx_observe.go)
+	inRow      int        // transactions aborted in a row
+	firstAbort time.Time  // the first of them
+	lastWhy    string     // why the last aborted
+	beginErr   string     // a failed Begin's error, "" once one began
+	beginAt    time.Time
 }
 
 // txOpts are the group client's options for the transactional mode.
@@ -206,16 +213,17 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 			p.rewound = true // nothing of them finishes into the next transaction
 			p.stopStarting()
 		}
-		c.logTxAbort(failed, err, len(parts))
 	}
+	t.noteEnd(committed, c.logTxAbort(committed, failed, err, len(parts)), time.Now())
 	var berr error
 	if next {
 		berr = t.sess.Begin()
+		t.noteBegin(berr, time.Now())
 	}
 	t.mu.Unlock()
 	if berr != nil {
 		c.log().Error().Err(berr).Str("transactional_id", c.cfg.Transactions.ID).
-			Msg("cannot begin the next transaction: the member stops handling; restart it (its partitions go to other members)")
+			Msg("cannot begin the next transaction: nothing this member handles commits (Health says so); if another process uses the same transactional ID, give each its own, then restart this one")
 	}
 	if !committed && next {
 		c.txRewind(ctx, parts)
@@ -294,9 +302,13 @@ func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
 	c.client.SetOffsets(set)
 }
 
-// logTxAbort reports a transaction that did not commit: failed is the
-// output refused in it (nil: none), err End's error.
-func (c *Consumer) logTxAbort(failed *error, err error, parts int) {
+// logTxAbort reports a transaction that did not commit (nothing when it
+// did, and "" returned): failed is the output refused in it (nil: none),
+// err End's error. It returns why, for Health.
+func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts int) string {
+	if committed {
+		return ""
+	}
 	ev := c.log().Warn().Str("transactional_id", c.cfg.Transactions.ID).Int("partitions", parts)
 	if failed != nil {
 		ev = ev.AnErr("output_error", *failed)
@@ -315,6 +327,7 @@ func (c *Consumer) logTxAbort(failed *error, err error, parts int) {
 	}
 	ev.Msg("transaction aborted (" + why + "): its outputs are not visible to read_committed readers; " +
 		"its partitions restart from the group's last commit and handle those records again")
+	return why
 }
 
 // finalCommit is the shutdown's commit of owned: with transactions, the

@@ -324,3 +324,53 @@ func TestTransactionsConfig(t *testing.T) {
 		t.Fatal("Output of a record without a topic: no error")
 	}
 }
+
+// TestTransactionsHealth: while every transaction aborts (an output the
+// broker refuses, each time), Health says so once three have aborted in a
+// row, and the reason clears when one commits.
+func TestTransactionsHealth(t *testing.T) {
+	e := newEnv(t, 1, "tx-in", "dlq")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	limit := "2048"
+	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "tx-out"); err != nil {
+		t.Fatal(err)
+	}
+	e.produce("tx-in", sessionNames(3), 5)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		v := make([]byte, 16)
+		if refuse.Load() {
+			v = make([]byte, 8192) // does not compress: too large for tx-out
+			_, _ = rand.Read(v)
+		}
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: v})
+	})
+	cfg := e.config("g-tx-health", "tx-in")
+	cfg.Transactions = TransactionPolicy{Enabled: true}
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	reason := func() string {
+		for _, r := range c.Health().Reasons {
+			if strings.HasPrefix(r, "transactions: the last") {
+				return r
+			}
+		}
+		return ""
+	}
+	waitFor(t, "the Health reason of transactions aborting", func() bool { return reason() != "" },
+		func() string { return fmt.Sprintf("%+v; %q", c.Stats().Transactions, c.Health().Reasons) })
+	if r := reason(); !strings.Contains(r, "an output was refused") {
+		t.Errorf("reason %q does not say why", r)
+	}
+	refuse.Store(false)
+	waitFor(t, "the reason to clear once a transaction commits", func() bool { return reason() == "" && e.committedAt("g-tx-health", "tx-in") == 15 },
+		func() string { return fmt.Sprintf("%+v; %q", c.Stats().Transactions, c.Health().Reasons) })
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

@@ -131,12 +131,13 @@ func TestExactlyOnceRollingMembers(t *testing.T) {
 		}
 	}
 	var aborted, committed int64
+	var ending time.Duration
 	for _, m := range []*member{m1, m2, m3} {
 		st := m.c.Stats().Transactions
-		aborted, committed = aborted+st.Aborted, committed+st.Committed
+		aborted, committed, ending = aborted+st.Aborted, committed+st.Committed, ending+st.EndTime
 	}
 	r := l.Report()
-	t.Logf("%s: %d transactions committed, %d aborted; %s", c.name(), committed, aborted, r)
+	t.Logf("%s: %d transactions committed (%v each to end, mean), %d aborted; %s", c.name(), committed, ending/time.Duration(max(committed, 1)), aborted, r)
 	if r.Violations > 0 || r.Overlaps > 0 || r.Lost > 0 {
 		t.Errorf("session order or accounting broken: %s", r)
 	}
