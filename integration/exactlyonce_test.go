@@ -44,6 +44,24 @@ func (c *cluster) txConfig(group, topic, dlq, member string) consumer.Config {
 	return cfg
 }
 
+// eosWorld makes the exactly-once scenarios' topics (input, its DLQ and
+// the output topic, 6 partitions each) and produces per inputs for each of
+// 40 sessions, acknowledged in the returned ledger; total is their count.
+func (c *cluster) eosWorld(t *testing.T, per int) (topic, dlq, out string, l *lanestest.Ledger, total int) {
+	t.Helper()
+	topic, dlq = c.topics(t, 6)
+	out = topic + "-out"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopics(ctx, 6, out); err != nil {
+		t.Fatal(err)
+	}
+	l = lanestest.NewLedger()
+	sessions := sessionNames(40)
+	c.produce(t, topic, sessions, per, l)
+	return topic, dlq, out, l, len(sessions) * per
+}
+
 // checkExactlyOnce reads out at read_committed and holds it against the
 // claims: every one of n inputs has its outputsPer outputs, each once,
 // in its session's input order.
@@ -100,18 +118,8 @@ func checkExactlyOnce(t *testing.T, c *cluster, out string, n int) lanestest.Out
 // overlap, none lost); the group's lag ends at 0.
 func TestExactlyOnceRollingMembers(t *testing.T) {
 	c := newCluster(t)
-	topic, dlq := c.topics(t, 6)
-	out := topic + "-out"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopics(ctx, 6, out); err != nil {
-		t.Fatal(err)
-	}
-	l := lanestest.NewLedger()
-	sessions := sessionNames(40)
 	const per = 60
-	total := len(sessions) * per
-	c.produce(t, topic, sessions, per, l)
+	topic, dlq, out, l, total := c.eosWorld(t, per)
 	h := func(m string) consumer.Handler {
 		return l.Handler(m, txHandler(out, faults{transient: 0.05, work: time.Millisecond}))
 	}
@@ -156,18 +164,8 @@ func TestExactlyOnceRollingMembers(t *testing.T) {
 func TestCrashExactlyOnce(t *testing.T) {
 	longOnly(t, "the exactly-once crash scenario")
 	c := newCluster(t)
-	topic, dlq := c.topics(t, 6)
-	out := topic + "-out"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.CreateTopics(ctx, 6, out); err != nil {
-		t.Fatal(err)
-	}
-	l := lanestest.NewLedger()
-	sessions := sessionNames(40)
 	const per = 150
-	total := len(sessions) * per
-	c.produce(t, topic, sessions, per, l)
+	topic, dlq, out, l, total := c.eosWorld(t, per)
 	group := groupName("eos-crash")
 	ch := newChildren(t, c.brokers, group, topic, dlq)
 	spawn := func(slot int) string {
