@@ -131,7 +131,7 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, err
 	}
 	if cfg.Transactions.Enabled {
-		if cfg.Transactions, err = cfg.Transactions.withDefaults(&cfg); err != nil {
+		if err := validateTransactions(&cfg); err != nil {
 			return cfg, err
 		}
 	} else if cfg.Transactions != (TransactionPolicy{}) {
@@ -198,4 +198,20 @@ func validateOrder(cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// validateTransactions checks what the transactional mode rules out of
+// cfg, and fills in cfg.Transactions' defaults.
+func validateTransactions(cfg *Config) error {
+	switch {
+	case cfg.Park.Enabled:
+		return fmt.Errorf("%w: Park: not supported with Transactions: a parked record's copies and markers live in the park topic "+
+			"outside the transaction, so a parked input's outputs could not commit with it; turn one of them off", ErrConfig)
+	case cfg.SkipStalled:
+		return fmt.Errorf("%w: SkipStalled: not supported with Transactions: a stalled record's dead-letter copy is written "+
+			"outside the transaction, while its handler's outputs may still commit; turn SkipStalled off", ErrConfig)
+	}
+	p, err := cfg.Transactions.withDefaults(cfg.Group, cfg.CommitInterval)
+	cfg.Transactions = p
+	return err
 }

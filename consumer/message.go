@@ -103,3 +103,14 @@ func placementOf(r *kgo.Record) []byte {
 	}
 	return nil
 }
+
+// HeaderInput and HeaderOutput are set on every output of a transactional
+// pipeline (Message.Output): the input it answers, as
+// "topic/partition@offset", and its place among that input's outputs, as
+// "k/n" (k from 0). A read_committed reader can so count every input's
+// outputs (lanestest.ReadOutputs does). A dead-letter copy carries them
+// too.
+const (
+	HeaderInput  = "lanes-input"
+	HeaderOutput = "lanes-output"
+)

@@ -316,3 +316,20 @@ type ControlledSession struct {
 	// only).
 	Waiting int `json:"waiting"`
 }
+
+// TxStats counts the transactional mode's work (Config.Transactions).
+type TxStats struct {
+	// Committed and Aborted count the transactions ended each way.
+	Committed int64 `json:"committed"`
+	Aborted   int64 `json:"aborted"`
+	// Outputs counts the output records produced into transactions (a
+	// dead-letter copy included), those of aborted ones too.
+	Outputs int64 `json:"outputs"`
+	// Rewinds counts the restarts of the member's partitions from the
+	// group's commit after an abort.
+	Rewinds int64 `json:"rewinds"`
+	// EndTime is the time spent ending the transactions that committed
+	// (flushing their outputs, committing offsets, ending): ÷ Committed
+	// is the mean.
+	EndTime time.Duration `json:"end_time_ns"`
+}

@@ -4,17 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
-	"github.com/lanesdev/lanes/tracing"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // The transactional mode (Config.Transactions,
@@ -37,29 +31,6 @@ import (
 // handlers drained, its state read again from the group's commit, its
 // fetch position set there. What the aborted transaction held is handled
 // again, its outputs produced again, once.
-
-// txn is the transactional mode's state.
-type txn struct {
-	sess *kgo.GroupTransactSession
-	// mu is held shared by a record finishing (its outputs produced, its
-	// offset marked done), alone while a transaction ends and the next
-	// begins.
-	mu sync.RWMutex
-	// failed is the first output the broker refused since the
-	// transaction began: it cannot commit.
-	failed atomic.Pointer[error]
-	due    time.Time // the next end: the poll loop's alone
-
-	committed, aborted, outputs, rewinds atomic.Int64
-	endNanos                             atomic.Int64 // time spent ending transactions that committed
-
-	whyMu      sync.Mutex // guards what Health says (tx_observe.go)
-	inRow      int        // transactions aborted in a row
-	firstAbort time.Time  // the first of them
-	lastWhy    string     // why the last aborted
-	beginErr   string     // a failed Begin's error, "" once one began
-	beginAt    time.Time
-}
 
 // txOpts are the group client's options for the transactional mode.
 func (c *Consumer) txOpts() []kgo.Opt {
@@ -84,80 +55,6 @@ func (c *Consumer) openTx(opts []kgo.Opt) (*kgo.Client, error) {
 	}
 	c.tx.sess, c.tx.due = s, time.Now().Add(c.cfg.CommitInterval)
 	return s.Client(), nil
-}
-
-// finish ends w's record in its partition (done: handled, or its
-// dead-letter copy is its output). With transactions on, it does so under
-// the transaction's shared lock, producing the record's outputs into the
-// open transaction first, as a drain does while the partition is fenced
-// by a revoke or the shutdown (the transaction commits with the shutdown,
-// and aborts after a revoke); unless the partition was rewound after an
-// abort: then its outputs are dropped and it stays undone, and its
-// partition's next take-up handles it again.
-func (c *Consumer) finish(w *work, done bool) {
-	t := c.tx
-	if t == nil {
-		w.p.finish(w.seq, done)
-		return
-	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if w.p.rewound {
-		done = false
-	}
-	if done {
-		c.stampOutputs(w)
-		for _, r := range w.msg.outputs {
-			t.sess.Produce(context.Background(), r, t.refused)
-		}
-		t.outputs.Add(int64(len(w.msg.outputs)))
-	}
-	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
-	w.p.finish(w.seq, done)
-}
-
-// HeaderInput and HeaderOutput are set on every output of a transactional
-// pipeline (Message.Output): the input it answers, as
-// "topic/partition@offset", and its place among that input's outputs, as
-// "k/n" (k from 0). A read_committed reader can so count every input's
-// outputs (lanestest.ReadOutputs does). A dead-letter copy carries them
-// too.
-const (
-	HeaderInput  = "lanes-input"
-	HeaderOutput = "lanes-output"
-)
-
-// stampOutputs names, on each of w's outputs, its input and its place
-// (HeaderInput, HeaderOutput), and the trace context of the attempt that
-// made it, unless the handler set one: a reader's span links to it.
-func (c *Consumer) stampOutputs(w *work) {
-	outs := w.msg.outputs
-	if len(outs) == 0 {
-		return
-	}
-	in := w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10) + "@" + strconv.FormatInt(w.rec.Offset, 10)
-	n := "/" + strconv.Itoa(len(outs))
-	var ctx context.Context
-	if w.msg.outSpan.IsValid() {
-		ctx = trace.ContextWithSpanContext(context.Background(), w.msg.outSpan)
-	}
-	prop := c.tracer.Propagator()
-	for k, r := range outs {
-		eventid.SetHeader(r, HeaderInput, in)
-		eventid.SetHeader(r, HeaderOutput, strconv.Itoa(k)+n)
-		if ctx != nil && tracing.NewCarrier(r).Get("traceparent") == "" {
-			prop.Inject(ctx, tracing.NewCarrier(r))
-		}
-	}
-}
-
-// refused is every output's promise: the first error makes the open
-// transaction abort.
-func (t *txn) refused(r *kgo.Record, err error) {
-	if err != nil {
-		err = fmt.Errorf("output to %s/%d: %w", r.Topic, r.Partition, err)
-		t.failed.CompareAndSwap(nil, &err)
-	}
 }
 
 // txTick ends the open transaction and begins the next when it is due;
@@ -223,7 +120,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	t.mu.Unlock()
 	if berr != nil {
 		c.log().Error().Err(berr).Str("transactional_id", c.cfg.Transactions.ID).
-			Msg("cannot begin the next transaction: nothing this member handles commits (Health says so); if another process uses the same transactional ID, give each its own, then restart this one")
+			Msg("cannot begin the next transaction: nothing this member handles commits (its readiness says so); if another process uses the same transactional ID, give each its own, then restart this one")
 	}
 	if !committed && next {
 		c.txRewind(ctx, parts)
@@ -304,7 +201,7 @@ func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
 
 // logTxAbort reports a transaction that did not commit (nothing when it
 // did, and "" returned): failed is the output refused in it (nil: none),
-// err End's error. It returns why, for Health.
+// err End's error. It returns why, for the readiness reason.
 func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts int) string {
 	if committed {
 		return ""
@@ -340,30 +237,4 @@ func (c *Consumer) finalCommit(ctx context.Context, owned []*partition) error {
 		return fmt.Errorf("%w: the final transaction did not commit; the next owner handles its records again", ErrCommit)
 	}
 	return nil
-}
-
-// TxStats counts the transactional mode's work (Config.Transactions).
-type TxStats struct {
-	// Committed and Aborted count the transactions ended each way.
-	Committed int64 `json:"committed"`
-	Aborted   int64 `json:"aborted"`
-	// Outputs counts the output records produced into transactions (a
-	// dead-letter copy included), those of aborted ones too.
-	Outputs int64 `json:"outputs"`
-	// Rewinds counts the restarts of the member's partitions from the
-	// group's commit after an abort.
-	Rewinds int64 `json:"rewinds"`
-	// EndTime is the time spent ending the transactions that committed
-	// (flushing their outputs, committing offsets, ending): ÷ Committed
-	// is the mean.
-	EndTime time.Duration `json:"end_time_ns"`
-}
-
-func (c *Consumer) txStats() TxStats {
-	t := c.tx
-	if t == nil {
-		return TxStats{}
-	}
-	return TxStats{Committed: t.committed.Load(), Aborted: t.aborted.Load(), Outputs: t.outputs.Load(),
-		Rewinds: t.rewinds.Load(), EndTime: time.Duration(t.endNanos.Load())}
 }

@@ -44,9 +44,10 @@ type TransactionPolicy struct {
 // DefaultTransactionTimeout is TransactionPolicy.Timeout's default.
 const DefaultTransactionTimeout = 30 * time.Second
 
-// withDefaults checks p against cfg (validated but for p) and fills in
-// its defaults.
-func (p TransactionPolicy) withDefaults(cfg *Config) (TransactionPolicy, error) {
+// withDefaults checks p and fills in its defaults: group is the
+// consumer's group (the default ID's prefix), interval its CommitInterval.
+// What else of the Config it rules out, validateTransactions checks.
+func (p TransactionPolicy) withDefaults(group string, interval time.Duration) (TransactionPolicy, error) {
 	bad := func(field, why string) (TransactionPolicy, error) {
 		return p, fmt.Errorf("%w: Transactions.%s: %s", ErrConfig, field, why)
 	}
@@ -55,22 +56,16 @@ func (p TransactionPolicy) withDefaults(cfg *Config) (TransactionPolicy, error) 
 		return bad("Timeout", fmt.Sprintf("must not be negative, got %v", p.Timeout))
 	case p.Outputs != 0 && p.Outputs != hashring.SchemeKafka && p.Outputs != hashring.SchemeJump:
 		return bad("Outputs", fmt.Sprintf("unknown scheme %d (hashring.SchemeKafka or hashring.SchemeJump)", p.Outputs))
-	case cfg.Park.Enabled:
-		return p, fmt.Errorf("%w: Park: not supported with Transactions: a parked record's copies and markers live in the park topic "+
-			"outside the transaction, so a parked input's outputs could not commit with it; turn one of them off", ErrConfig)
-	case cfg.SkipStalled:
-		return p, fmt.Errorf("%w: SkipStalled: not supported with Transactions: a stalled record's dead-letter copy is written "+
-			"outside the transaction, while its handler's outputs may still commit; turn SkipStalled off", ErrConfig)
 	}
 	orDefault(&p.Timeout, DefaultTransactionTimeout)
-	if p.Timeout <= cfg.CommitInterval {
-		return bad("Timeout", fmt.Sprintf("%v must exceed CommitInterval (%v): a transaction stays open one interval", p.Timeout, cfg.CommitInterval))
+	if p.Timeout <= interval {
+		return bad("Timeout", fmt.Sprintf("%v must exceed CommitInterval (%v): a transaction stays open one interval", p.Timeout, interval))
 	}
 	if p.Outputs == 0 {
 		p.Outputs = hashring.SchemeKafka
 	}
 	if p.ID == "" {
-		p.ID = cfg.Group + "-tx-" + rand.Text()[:12]
+		p.ID = group + "-tx-" + rand.Text()[:12]
 	}
 	return p, nil
 }

@@ -1,0 +1,78 @@
+package consumer
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/tracing"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A record finishing in the transactional mode (tx.go says how the mode
+// works): its outputs stamped and handed to the open transaction, and its
+// offset marked done, under the transaction's shared lock.
+
+// finish ends w's record in its partition (done: handled, or its
+// dead-letter copy is its output). With transactions on, it does so under
+// the transaction's shared lock, producing the record's outputs into the
+// open transaction first, as a drain does while the partition is fenced
+// by a revoke or the shutdown (the transaction commits with the shutdown,
+// and aborts after a revoke); unless the partition was rewound after an
+// abort: then its outputs are dropped and it stays undone, and its
+// partition's next take-up handles it again.
+func (c *Consumer) finish(w *work, done bool) {
+	t := c.tx
+	if t == nil {
+		w.p.finish(w.seq, done)
+		return
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if w.p.rewound {
+		done = false
+	}
+	if done {
+		c.stampOutputs(w)
+		for _, r := range w.msg.outputs {
+			t.sess.Produce(context.Background(), r, t.refused)
+		}
+		t.outputs.Add(int64(len(w.msg.outputs)))
+	}
+	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
+	w.p.finish(w.seq, done)
+}
+
+// stampOutputs names, on each of w's outputs, its input and its place
+// (HeaderInput, HeaderOutput), and the trace context of the attempt that
+// made it, unless the handler set one: a reader's span links to it.
+func (c *Consumer) stampOutputs(w *work) {
+	outs := w.msg.outputs
+	if len(outs) == 0 {
+		return
+	}
+	in := w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10) + "@" + strconv.FormatInt(w.rec.Offset, 10)
+	n := "/" + strconv.Itoa(len(outs))
+	var ctx context.Context
+	if w.msg.outSpan.IsValid() {
+		ctx = trace.ContextWithSpanContext(context.Background(), w.msg.outSpan)
+	}
+	prop := c.tracer.Propagator()
+	for k, r := range outs {
+		eventid.SetHeader(r, HeaderInput, in)
+		eventid.SetHeader(r, HeaderOutput, strconv.Itoa(k)+n)
+		if ctx != nil && tracing.NewCarrier(r).Get("traceparent") == "" {
+			prop.Inject(ctx, tracing.NewCarrier(r))
+		}
+	}
+}
+
+func (c *Consumer) txStats() TxStats {
+	t := c.tx
+	if t == nil {
+		return TxStats{}
+	}
+	return TxStats{Committed: t.committed.Load(), Aborted: t.aborted.Load(), Outputs: t.outputs.Load(),
+		Rewinds: t.rewinds.Load(), EndTime: time.Duration(t.endNanos.Load())}
+}

@@ -1,0 +1,70 @@
+package consumer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txn is the transactional mode's state.
+type txn struct {
+	sess *kgo.GroupTransactSession
+	// mu is held shared by a record finishing (its outputs produced, its
+	// offset marked done), alone while a transaction ends and the next
+	// begins.
+	mu sync.RWMutex
+	// failed is the first output the broker refused since the
+	// transaction began: it cannot commit.
+	failed atomic.Pointer[error]
+	due    time.Time // the next end: the poll loop's alone
+
+	committed, aborted, outputs, rewinds atomic.Int64
+	endNanos                             atomic.Int64 // time spent ending transactions that committed
+
+	whyMu      sync.Mutex // guards what Health says (tx_observe.go)
+	inRow      int        // transactions aborted in a row
+	firstAbort time.Time  // the first of them
+	lastWhy    string     // why the last aborted
+	beginErr   string     // a failed Begin's error, "" once one began
+	beginAt    time.Time
+}
+
+// refused is every output's promise: the first error makes the open
+// transaction abort.
+func (t *txn) refused(r *kgo.Record, err error) {
+	if err != nil {
+		err = fmt.Errorf("output to %s/%d: %w", r.Topic, r.Partition, err)
+		t.failed.CompareAndSwap(nil, &err)
+	}
+}
+
+// noteEnd keeps what Health says of the transaction that just ended:
+// committed, or aborted for why.
+func (t *txn) noteEnd(committed bool, why string, now time.Time) {
+	t.whyMu.Lock()
+	defer t.whyMu.Unlock()
+	if committed {
+		t.inRow, t.lastWhy = 0, ""
+		return
+	}
+	if t.inRow == 0 {
+		t.firstAbort = now
+	}
+	t.inRow++
+	t.lastWhy = why
+}
+
+// noteBegin keeps a failed Begin's error ("" when it began).
+func (t *txn) noteBegin(err error, now time.Time) {
+	t.whyMu.Lock()
+	defer t.whyMu.Unlock()
+	switch {
+	case err == nil:
+		t.beginErr = ""
+	case t.beginErr == "":
+		t.beginErr, t.beginAt = err.Error(), now
+	}
+}
