@@ -37,6 +37,9 @@ type benchConfig struct {
 	control    *controlSpec    // --control: the per-session control comparison instead of the workloads
 	unordered  bool            // --unordered: lanes with OrderNone against raw polling instead of the workloads
 	statusPage *statusPageSpec // --status-page: lanes with its status page loaded against none instead of the workloads
+	// --transactions: the transactional mode at commit intervals against
+	// a plain producer's output instead of the workloads
+	transactions *transactionsSpec
 }
 
 // workloadFlags are the flags that describe one workload; given none,
@@ -55,7 +58,8 @@ var help = cli.Help{
 		"in-lane retries with parking, --grow the one-time cost of adding partitions to a consumed topic, " +
 		"--scale grows one group of member processes, --control measures the other sessions beside paused and " +
 		"rate-limited ones, --unordered lanes with OrderNone against raw polling, --status-page lanes with its " +
-		"status page loaded every so often against none. It runs on an embedded " +
+		"status page loaded every so often against none, --transactions the transactional (exactly-once) mode " +
+		"at commit intervals against a plain producer's outputs. It runs on an embedded " +
 		"broker unless --brokers names a real cluster.",
 	Docs: "benchmarks.md",
 }
@@ -89,8 +93,9 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 	park := fs.Bool("park", false, "with --control: parking on in both runs, so a paused session's records are parked out of its partition's way")
 	buffered := fs.Int("max-buffered", 0, "with --control: the consumer's MaxBufferedRecords in both runs (0: a partition's whole share of the run, so that the records held behind a paused session never reach it)")
 	statusPage := fs.String("status-page", "", "`INTERVALS` (e.g. 1s,100ms): lanes with its status page (GET status on HealthHandler, on a loopback HTTP server) loaded that often while the workload is sent, one run per interval, against a run with no page: throughput and p99, the page's load time (--rate default 5000, --duration 10s, --work 1ms)")
+	transactions := fs.String("transactions", "", "commit `INTERVALS` (e.g. 10ms,100ms,1s): lanes whose handler outputs one record per message, in the transactional mode at each interval, one run each, against a run producing it through a plain producer: throughput and p99 to the output read at read_committed, transactions committed and aborted, their mean end time (--rate default 5000, --duration 10s, --work 1ms)")
 	unordered := fs.Bool("unordered", false, "the zero-work rate of lanes on a topic of OrderNone (every record its own lane) against raw polling and lanes with session order, on one preloaded topic (--sessions, --messages: default 500 per session, --partitions)")
-	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck, --grow, --control, --unordered or --status-page comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
+	fs.IntVar(&c.rounds, "rounds", 1, "run the workloads (or the --stuck, --grow, --control, --unordered, --status-page or --transactions comparison) this many times, round after round, and report the medians, each ratio taken within its round (timing figures are noisy on a shared machine); not with --scale")
 	var sec cli.Security
 	sec.Register(fs)
 	if err := cli.Parse(fs, help, args, stdout); err != nil {
@@ -129,6 +134,8 @@ func parseBench(args []string, stdout io.Writer) (benchConfig, error) {
 		return c, errors.New("--partitioning: used only with --grow")
 	}
 	switch {
+	case *transactions != "":
+		return c, c.parseTransactions(*transactions, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration}, *work)
 	case *statusPage != "":
 		return c, c.parseStatusPage(*statusPage, fs, workload{Sessions: *sessions, Rate: *rate, Duration: *duration}, *work)
 	case *control != "" && *unordered:
@@ -390,6 +397,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.statusPage != nil {
 		return b.runStatusPage(ctx, cfg.workloads[0], *cfg.statusPage, stdout)
+	}
+	if cfg.transactions != nil {
+		return b.runTransactions(ctx, cfg.workloads[0], *cfg.transactions, stdout)
 	}
 	if cfg.scale != nil {
 		return b.runScale(ctx, cfg.workloads[0], *cfg.scale, stdout)
