@@ -173,6 +173,9 @@ func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]
 // owned, so a revoke finds them and waits for the same drain; its commit
 // then keeps the shutdown's deadline.
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	if c.tx != nil && len(revoked) > 0 {
+		c.tx.moved.Store(true) // franz-go aborts the open transaction: its end must come
+	}
 	if parts := c.own.lookup(revoked); len(parts) > 0 {
 		c.logRevoked(parts)
 		c.revoke(ctx, parts)
@@ -227,6 +230,9 @@ func revokeGrace(timeout time.Duration) time.Duration { return min(timeout/10, 5
 // onLost releases the lost partitions without committing: another member
 // may own them already. Their running attempts are cancelled at once.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	if c.tx != nil {
+		c.tx.moved.Store(true)
+	}
 	if names := partitionNames(lost); len(names) > 0 {
 		c.log().Warn().Strs("partitions", names).Str("group", c.cfg.Group).
 			Msg("partitions lost: dropping them without a commit; records since their last commit are redelivered")

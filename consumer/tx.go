@@ -84,6 +84,12 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	t.mu.Lock()
 	parts := c.own.all()
 	points, meta := c.commitPoints(parts)
+	if len(points) == 0 && t.held.Load() == 0 && t.failed.Load() == nil && !t.moved.Load() && next {
+		t.mu.Unlock()
+		return true // nothing to end: the open transaction holds nothing yet
+	}
+	t.held.Store(0)
+	t.moved.Store(false)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
 	if failed != nil {

@@ -39,6 +39,7 @@ func (c *Consumer) finish(w *work, done bool) {
 			t.sess.Produce(context.Background(), r, t.refused)
 		}
 		t.outputs.Add(int64(len(w.msg.outputs)))
+		t.held.Add(int64(len(w.msg.outputs)))
 	}
 	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
 	w.p.finish(w.seq, done)

@@ -19,6 +19,14 @@ type txn struct {
 	// failed is the first output the broker refused since the
 	// transaction began: it cannot commit.
 	failed atomic.Pointer[error]
+	// held counts the outputs produced into the open transaction: with
+	// none, and no offset to commit, it is not ended (an empty end costs
+	// franz-go half a second).
+	held atomic.Int64
+	// moved says a revoke or a lost partition came since the transaction
+	// began: franz-go aborts it at its end, which must then come (and
+	// rewind) even when it holds nothing.
+	moved atomic.Bool
 	due    time.Time // the next end: the poll loop's alone
 
 	committed, aborted, outputs, rewinds atomic.Int64

@@ -374,3 +374,33 @@ func TestTransactionsHealth(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestTransactionsIdle: a member with nothing to commit and no outputs
+// ends no transaction (an empty end costs franz-go half a second, during
+// which no record could finish): Committed stays where it was over ten
+// intervals with nothing to consume, and moves again once inputs arrive.
+func TestTransactionsIdle(t *testing.T) {
+	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
+	cfg := e.config("g-tx-idle", "tx-in")
+	cfg.CommitInterval = 20 * time.Millisecond
+	cfg.Transactions = TransactionPolicy{Enabled: true}
+	c, err := New(cfg, HandlerFunc(func(ctx context.Context, m *Message) error {
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: m.Record.Value})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	e.produce("tx-in", sessionNames(2), 3)
+	waitFor(t, "the inputs committed", func() bool { return e.committedAt("g-tx-idle", "tx-in") == 6 }, nil)
+	before := c.Stats().Transactions
+	time.Sleep(60 * cfg.CommitInterval) // what must not happen has no signal: let 60 intervals pass (an empty end takes 500 ms)
+	if idle := c.Stats().Transactions; idle.Committed != before.Committed || idle.Aborted != before.Aborted {
+		t.Errorf("idle: %+v, then %+v: an empty transaction was ended", before, idle)
+	}
+	e.produce("tx-in", sessionNames(2), 1)
+	waitFor(t, "the new inputs committed", func() bool { return e.committedAt("g-tx-idle", "tx-in") == 8 }, nil)
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
