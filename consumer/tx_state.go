@@ -27,7 +27,7 @@ type txn struct {
 	// began: franz-go aborts it at its end, which must then come (and
 	// rewind) even when it holds nothing.
 	moved atomic.Bool
-	due    time.Time // the next end: the poll loop's alone
+	due   time.Time // the next end: the poll loop's alone
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
