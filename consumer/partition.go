@@ -104,6 +104,14 @@ func (p *partition) isDone(seq uint64) bool {
 	return p.tr.IsDone(seq)
 }
 
+// isReleased reports whether the partition is owned no more (revoked or
+// lost): a record finishing now is its next owner's.
+func (p *partition) isReleased() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.released
+}
+
 // isFenced reports whether the partition is fenced: its records not yet
 // done are left to the next owner.
 func (p *partition) isFenced() bool {

@@ -174,7 +174,7 @@ func (c *Consumer) completedAbove(t string, id int32, r kadm.OffsetResponse) ([]
 // then keeps the shutdown's deadline.
 func (c *Consumer) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	if c.tx != nil && len(revoked) > 0 {
-		c.tx.moved.Store(true) // franz-go aborts the open transaction: its end must come
+		c.tx.rebalanced() // franz-go aborts the open transaction: its end must come, at once
 	}
 	if parts := c.own.lookup(revoked); len(parts) > 0 {
 		c.logRevoked(parts)
@@ -231,7 +231,7 @@ func revokeGrace(timeout time.Duration) time.Duration { return min(timeout/10, 5
 // may own them already. Their running attempts are cancelled at once.
 func (c *Consumer) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
 	if c.tx != nil {
-		c.tx.moved.Store(true)
+		c.tx.rebalanced()
 	}
 	if names := partitionNames(lost); len(names) > 0 {
 		c.log().Warn().Strs("partitions", names).Str("group", c.cfg.Group).

@@ -60,7 +60,7 @@ func (c *Consumer) openTx(opts []kgo.Opt) (*kgo.Client, error) {
 // txTick ends the open transaction and begins the next when it is due;
 // the poll loop calls it between polls, before allowing a rebalance.
 func (c *Consumer) txTick(ctx context.Context) {
-	if t := c.tx; t != nil && !time.Now().Before(t.due) {
+	if t := c.tx; t != nil && (!time.Now().Before(t.due) || t.moved.Load()) {
 		c.txEnd(ctx, true)
 		t.due = time.Now().Add(c.cfg.CommitInterval)
 	}
@@ -72,7 +72,9 @@ func (c *Consumer) pollCtx(ctx context.Context) (context.Context, context.Cancel
 	if c.tx == nil {
 		return ctx, func() {}
 	}
-	return context.WithDeadline(ctx, c.tx.due)
+	pctx, cancel := context.WithDeadline(ctx, c.tx.due)
+	c.tx.stopPoll.Store(&cancel)
+	return pctx, cancel
 }
 
 // txEnd ends the open transaction, committing it with every owned
@@ -81,35 +83,60 @@ func (c *Consumer) pollCtx(ctx context.Context) (context.Context, context.Cancel
 // rewound (txRewind). It reports whether it committed.
 func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	t := c.tx
+	t.keptMu.Lock()
+	t.ending = true // records finishing from here on wait in t.kept, not on the lock
+	t.keptMu.Unlock()
 	t.mu.Lock()
 	parts := c.own.all()
 	points, meta := c.commitPoints(parts)
 	if len(points) == 0 && t.held.Load() == 0 && t.failed.Load() == nil && !t.moved.Load() && next {
+		c.finishKept(true)
 		t.mu.Unlock()
 		return true // nothing to end: the open transaction holds nothing yet
 	}
 	t.held.Store(0)
 	t.moved.Store(false)
+	start := time.Now()
+	// Not cut by the shutdown's cancellation: an End cut short leaves the
+	// transaction open (below).
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommitTimeout)
+	// Every output's answer first: franz-go's End commits a transaction
+	// in which an output was refused (its batch failed, the others and
+	// the offsets commit), so it is told to abort when one was
+	// (TestTransactionsRefusedOutput lost a session's outputs without
+	// it). A flush cut short is End's to report.
+	_ = t.sess.Client().Flush(ectx)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
-	if failed != nil {
+	if failed != nil || t.open {
 		try = kgo.TryAbort
 	}
-	start := time.Now()
-	ectx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 	ectx = kgo.PreTxnCommitFnContext(ectx, func(req *kmsg.TxnOffsetCommitRequest) error {
 		txOffsets(req, meta)
 		return nil
 	})
 	committed, err := t.sess.End(ectx, try)
 	cancel()
+	t.open = false
+	if err != nil {
+		// franz-go's End returns at once when its Flush (or
+		// AbortBufferedRecords) fails, without ending the transaction:
+		// it is still open with this interval's outputs. Abort it now, or
+		// the next End commits them beside the outputs of the same inputs
+		// handled again after the rewind (found by review:
+		// TestTransactionsEndCutShort).
+		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommitTimeout)
+		_, aerr := t.sess.End(actx, kgo.TryAbort)
+		acancel()
+		t.open = aerr != nil
+	}
 	if committed {
+		t.committed.Add(1) // counted before the partitions say so: Stats never shows a commit not counted
+		t.endNanos.Add(time.Since(start).Nanoseconds())
+		c.metrics.commitDone(time.Since(start))
 		for p, cp := range points {
 			p.committedAt(cp)
 		}
-		t.committed.Add(1)
-		t.endNanos.Add(time.Since(start).Nanoseconds())
-		c.metrics.commitDone(time.Since(start))
 	} else {
 		t.aborted.Add(1)
 		for _, p := range parts {
@@ -119,16 +146,23 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	}
 	t.noteEnd(committed, c.logTxAbort(committed, failed, err, len(parts)), time.Now())
 	var berr error
-	if next {
+	if next && !t.open {
 		berr = t.sess.Begin()
 		t.noteBegin(berr, time.Now())
 	}
+	if berr != nil && committed { // nothing can finish into a transaction: as after an abort
+		for _, p := range parts {
+			p.rewound = true
+			p.stopStarting()
+		}
+	}
+	c.finishKept(next && berr == nil)
 	t.mu.Unlock()
 	if berr != nil {
 		c.log().Error().Err(berr).Str("transactional_id", c.cfg.Transactions.ID).
 			Msg("cannot begin the next transaction: nothing this member handles commits (its readiness says so); if another process uses the same transactional ID, give each its own, then restart this one")
 	}
-	if !committed && next {
+	if next && (!committed || berr != nil) {
 		c.txRewind(ctx, parts)
 	}
 	return committed

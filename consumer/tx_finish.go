@@ -22,16 +22,40 @@ import (
 // and aborts after a revoke); unless the partition was rewound after an
 // abort: then its outputs are dropped and it stays undone, and its
 // partition's next take-up handles it again.
+//
+// While a transaction ends, a record finishing does not wait: it is kept
+// (in order) and finished into the next transaction as soon as it began,
+// before any record that finishes after the end (txEnd: finishKept).
 func (c *Consumer) finish(w *work, done bool) {
 	t := c.tx
 	if t == nil {
 		w.p.finish(w.seq, done)
 		return
 	}
+	t.keptMu.Lock()
+	if t.ending {
+		if w.p.isFenced() { // revoked, lost, rewound or shutting down: left undone now, for its next owner (a revoke's drain waits for it)
+			t.keptMu.Unlock()
+			w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
+			w.p.finish(w.seq, false)
+			return
+		}
+		t.kept = append(t.kept, keptFinish{w, done})
+		t.keptMu.Unlock()
+		return
+	}
+	t.keptMu.Unlock()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if w.p.rewound {
-		done = false
+	c.finishTx(w, done)
+}
+
+// finishTx finishes w's record under the transaction's lock, shared or
+// alone.
+func (c *Consumer) finishTx(w *work, done bool) {
+	t := c.tx
+	if w.p.rewound || w.p.isReleased() {
+		done = false // rewound, or released by a revoke or a loss (a handler that outlasted its drain): its transaction aborted, a later one must not carry its outputs
 	}
 	if done {
 		c.stampOutputs(w)
@@ -43,6 +67,21 @@ func (c *Consumer) finish(w *work, done bool) {
 	}
 	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
 	w.p.finish(w.seq, done)
+}
+
+// finishKept finishes, in the order they came, the records kept while the
+// transaction ended (t.mu held alone): into the transaction that began,
+// or, when none did (the shutdown's), undone (their next owner handles
+// them). Records that finish from here on are not kept.
+func (c *Consumer) finishKept(began bool) {
+	t := c.tx
+	t.keptMu.Lock()
+	defer t.keptMu.Unlock()
+	for _, k := range t.kept {
+		c.finishTx(k.w, k.done && began)
+	}
+	clear(t.kept)
+	t.kept, t.ending = t.kept[:0], false
 }
 
 // stampOutputs names, on each of w's outputs, its input and its place

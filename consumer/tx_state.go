@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,28 @@ type txn struct {
 	// none, and no offset to commit, it is not ended (an empty end costs
 	// franz-go half a second).
 	held atomic.Int64
+	// ending says a transaction is ending: a record finishing meanwhile
+	// is kept, in order, for the next one (tx_finish.go). Guarded by
+	// keptMu, taken before mu.
+	keptMu sync.Mutex
+	ending bool
+	kept   []keptFinish
 	// moved says a revoke or a lost partition came since the transaction
 	// began: franz-go aborts it at its end, which must then come (and
 	// rewind) even when it holds nothing.
 	moved atomic.Bool
-	due   time.Time // the next end: the poll loop's alone
+	// stopPoll ends the poll under way: a revoke or a lost partition
+	// makes the poll loop end the transaction at once (txTick), before a
+	// second rebalance can come: franz-go's session calls lanes' revoke
+	// and lost callbacks only for the first of a transaction.
+	stopPoll atomic.Pointer[context.CancelFunc]
+	due      time.Time // the next end: the poll loop's alone
+	// open: an End returned before it ended the transaction (franz-go's
+	// Flush or AbortBufferedRecords cut by its context) and the abort
+	// that followed did not end it either: it is still open, with outputs
+	// of inputs since rewound; the next End must abort it. The poll
+	// loop's alone.
+	open bool
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
@@ -74,5 +92,20 @@ func (t *txn) noteBegin(err error, now time.Time) {
 		t.beginErr = ""
 	case t.beginErr == "":
 		t.beginErr, t.beginAt = err.Error(), now
+	}
+}
+
+// keptFinish is a record that finished while a transaction ended.
+type keptFinish struct {
+	w    *work
+	done bool
+}
+
+// rebalanced notes a revoke or a lost partition: the open transaction
+// aborts at its end, which the poll loop is woken to make now.
+func (t *txn) rebalanced() {
+	t.moved.Store(true)
+	if stop := t.stopPoll.Load(); stop != nil {
+		(*stop)()
 	}
 }

@@ -392,7 +392,13 @@ func TestTransactionsIdle(t *testing.T) {
 	}
 	stop := start(t, c)
 	e.produce("tx-in", sessionNames(2), 3)
-	waitFor(t, "the inputs committed", func() bool { return e.committedAt("g-tx-idle", "tx-in") == 6 }, nil)
+	lanesCommitted := func() int64 { // the member's own view: set after its transaction counted
+		for _, p := range c.Stats().Partitions {
+			return p.Committed
+		}
+		return -1
+	}
+	waitFor(t, "the inputs committed", func() bool { return lanesCommitted() == 6 }, nil)
 	before := c.Stats().Transactions
 	time.Sleep(60 * cfg.CommitInterval) // what must not happen has no signal: let 60 intervals pass (an empty end takes 500 ms)
 	if idle := c.Stats().Transactions; idle.Committed != before.Committed || idle.Aborted != before.Aborted {
