@@ -41,6 +41,7 @@ func (c *Consumer) finish(w *work, done bool) {
 			return
 		}
 		t.kept = append(t.kept, keptFinish{w, done})
+		t.keptN++
 		t.keptMu.Unlock()
 		return
 	}

@@ -30,6 +30,7 @@ type txn struct {
 	keptMu sync.Mutex
 	ending bool
 	kept   []keptFinish
+	keptN  int64 // records ever kept (tests)
 	// moved says a revoke or a lost partition came since the transaction
 	// began: franz-go aborts it at its end, which must then come (and
 	// rewind) even when it holds nothing.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txOutputs is what a reader of the output topic saw: each output's
@@ -409,4 +410,62 @@ func TestTransactionsIdle(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
+}
+
+// TestTransactionsFinishWhileEnding: records that finish while a
+// transaction ends (the broker slow to answer EndTxn, 300 ms, three times)
+// do not wait for it: they are kept and finished into the next
+// transaction, in order, before any record that finishes after the end.
+// Every input's outputs are read once, in session order, and records were
+// kept (the path ran).
+func TestTransactionsFinishWhileEnding(t *testing.T) {
+	e := newEnv(t, 2, "tx-in", "dlq", "tx-out")
+	sessions := sessionNames(8)
+	const per = 40
+	e.produce("tx-in", sessions, per)
+	var slow atomic.Int32
+	e.c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		if slow.Add(1) <= 3 {
+			e.c.SleepControl(func() { time.Sleep(300 * time.Millisecond) }) // a slow end: records finish meanwhile
+		}
+		return nil, nil, false
+	})
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		time.Sleep(time.Millisecond) // work: records keep finishing while a transaction ends
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
+	})
+	cfg := e.config("g-tx-ending", "tx-in")
+	cfg.CommitInterval = 20 * time.Millisecond
+	cfg.Transactions = TransactionPolicy{Enabled: true}
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "every input committed", func() bool { return committedSum(e, "g-tx-ending") == int64(per*len(sessions)) },
+		func() string { return fmt.Sprintf("%+v", c.Stats().Transactions) })
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	c.tx.keptMu.Lock()
+	kept := c.tx.keptN
+	c.tx.keptMu.Unlock()
+	if kept == 0 {
+		t.Errorf("no record finished while a transaction ended: the test did not exercise the path (%+v)", c.Stats().Transactions)
+	}
+	t.Logf("%d records kept while a transaction ended; %+v", kept, c.Stats().Transactions)
+	checkOutputs(t, readOutputs(t, e, "tx-out", true), sessions, per, 1, nil)
+}
+
+// committedSum is the sum of group's committed offsets (0 before it
+// committed anything).
+func committedSum(e *env, group string) int64 {
+	offs, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), group)
+	if err != nil {
+		return 0 // not yet: no commit made the group
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += max(o.At, 0) })
+	return sum
 }
