@@ -111,8 +111,9 @@ func checkExactlyOnce(t *testing.T, c *cluster, out string, n int) lanestest.Out
 // Kafka: 40 sessions × 60 inputs over 6 partitions, each input with two
 // outputs and transient faults, handled by two members; a third joins
 // after a third of the inputs, and the first leaves after two thirds (a
-// rolling deploy's steps: revokes abort transactions, the partitions
-// kept restart from the group's commit). Every input's outputs are read
+// rolling deploy's steps: a revoke that meets an open transaction aborts
+// it, and the partitions kept restart from the group's commit; whether
+// one does depends on timing, so aborts are reported, not required). Every input's outputs are read
 // at read_committed exactly once, whole, in their session's input order;
 // handler calls keep session order (the ledger: no violation, no
 // overlap, none lost); the group's lag ends at 0.
@@ -149,8 +150,8 @@ func TestExactlyOnceRollingMembers(t *testing.T) {
 	if r.Violations > 0 || r.Overlaps > 0 || r.Lost > 0 {
 		t.Errorf("session order or accounting broken: %s", r)
 	}
-	if committed == 0 || aborted == 0 {
-		t.Errorf("%d committed, %d aborted: want both (the revokes abort)", committed, aborted)
+	if committed == 0 {
+		t.Errorf("no transaction committed (%d aborted)", aborted)
 	}
 	checkExactlyOnce(t, c, out, total)
 }
