@@ -72,7 +72,10 @@ type parkAs struct {
 // on; the attempt's span ends here, once.
 func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 	m := &w.msg
-	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group, outputsOn: c.tx != nil}
+	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
+	if c.tx != nil {
+		m.out = new(outputs) // Message.Output's (tx_finish.go)
+	}
 	var t tries
 	for attempt := 1; ; attempt++ {
 		ps, ok := c.through(w)
@@ -82,10 +85,13 @@ func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 		if ps.waited {
 			t.bo = nil // the budget by time starts again after an outage
 		}
-		m.Attempt, m.outputs = attempt, m.outputs[:0] // an attempt's outputs are its own
+		m.Attempt = attempt
+		if m.out != nil {
+			m.out.recs = m.out.recs[:0] // an attempt's outputs are its own
+		}
 		span, err := c.call(l, w, m)
-		if m.outputsOn {
-			m.outSpan = span.SpanContext() // the trace context of its outputs, or its dead-letter copy (tx.go)
+		if m.out != nil {
+			m.out.span = span.SpanContext() // the trace context of its outputs, or its dead-letter copy
 		}
 		err, again := c.judged(w.p, ps, err)
 		v := verdict{step: stepDone}

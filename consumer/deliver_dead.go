@@ -46,7 +46,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 	}
 	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
 	if c.tx != nil { // its copy is its only output, committed with its offset (tx.go: finish)
-		m.outputs = append(m.outputs[:0], rec)
+		m.out.recs = append(m.out.recs[:0], rec)
 		c.stats.deadLettered(reason)
 		l := c.recordLog(span, w)
 		l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).

@@ -52,7 +52,7 @@ func (c *Consumer) through(w *work) (ps pass, ok bool) {
 		if probe != 0 {
 			break
 		}
-		if !c.admitAttempt(w, &ps) {
+		if (c.turns != nil || w.resource != "" && c.ctl != nil) && !c.admitAttempt(w, &ps) {
 			c.endTurn(ps)
 			return pass{}, false // fenced, or skipped as stalled, while it waited for a slot or a turn
 		}

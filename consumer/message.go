@@ -33,11 +33,16 @@ type Message struct {
 	// the failed calls in which the message was the first one not done.
 	Attempt int
 
-	// outputs are the records this attempt's handler gave Output;
-	// outputsOn says Output is allowed (Config.Transactions).
-	outputs   []*kgo.Record
-	outputsOn bool
-	outSpan   trace.SpanContext // the span of the attempt whose outputs these are
+	// out holds the outputs (Config.Transactions; nil without: Output
+	// is refused), apart, so that a message without them stays small.
+	out *outputs
+}
+
+// outputs are the records an attempt's handler gave Output, and the
+// trace context of the attempt that made them.
+type outputs struct {
+	recs []*kgo.Record
+	span trace.SpanContext
 }
 
 // Output adds r to the message's outputs (Config.Transactions): produced
@@ -55,12 +60,12 @@ type Message struct {
 // ErrNotTransactional.
 func (m *Message) Output(r *kgo.Record) error {
 	switch {
-	case !m.outputsOn:
+	case m.out == nil:
 		return ErrNotTransactional
 	case r == nil || r.Topic == "":
 		return fmt.Errorf("consumer: Output: the record needs a topic (Record.Topic)")
 	}
-	m.outputs = append(m.outputs, r)
+	m.out.recs = append(m.out.recs, r)
 	return nil
 }
 

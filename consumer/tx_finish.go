@@ -27,16 +27,21 @@ import (
 // (in order) and finished into the next transaction as soon as it began,
 // before any record that finishes after the end (txEnd: finishKept).
 func (c *Consumer) finish(w *work, done bool) {
-	t := c.tx
-	if t == nil {
+	if c.tx == nil {
 		w.p.finish(w.seq, done)
 		return
 	}
+	c.finishInTx(w, done)
+}
+
+// finishInTx is finish with transactions on.
+func (c *Consumer) finishInTx(w *work, done bool) {
+	t := c.tx
 	t.keptMu.Lock()
 	if t.ending {
 		if w.p.isFenced() { // revoked, lost, rewound or shutting down: left undone now, for its next owner (a revoke's drain waits for it)
 			t.keptMu.Unlock()
-			w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
+			w.msg.out = nil
 			w.p.finish(w.seq, false)
 			return
 		}
@@ -58,15 +63,15 @@ func (c *Consumer) finishTx(w *work, done bool) {
 	if w.p.rewound || w.p.isReleased() {
 		done = false // rewound, or released by a revoke or a loss (a handler that outlasted its drain): its transaction aborted, a later one must not carry its outputs
 	}
-	if done {
+	if done && w.msg.out != nil {
 		c.stampOutputs(w)
-		for _, r := range w.msg.outputs {
+		for _, r := range w.msg.out.recs {
 			t.sess.Produce(context.Background(), r, t.refused)
 		}
-		t.outputs.Add(int64(len(w.msg.outputs)))
-		t.held.Add(int64(len(w.msg.outputs)))
+		t.outputs.Add(int64(len(w.msg.out.recs)))
+		t.held.Add(int64(len(w.msg.out.recs)))
 	}
-	w.msg.outputs, w.msg.outSpan = nil, trace.SpanContext{}
+	w.msg.out = nil
 	w.p.finish(w.seq, done)
 }
 
@@ -89,15 +94,15 @@ func (c *Consumer) finishKept(began bool) {
 // (HeaderInput, HeaderOutput), and the trace context of the attempt that
 // made it, unless the handler set one: a reader's span links to it.
 func (c *Consumer) stampOutputs(w *work) {
-	outs := w.msg.outputs
+	outs := w.msg.out.recs
 	if len(outs) == 0 {
 		return
 	}
 	in := w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10) + "@" + strconv.FormatInt(w.rec.Offset, 10)
 	n := "/" + strconv.Itoa(len(outs))
 	var ctx context.Context
-	if w.msg.outSpan.IsValid() {
-		ctx = trace.ContextWithSpanContext(context.Background(), w.msg.outSpan)
+	if w.msg.out.span.IsValid() {
+		ctx = trace.ContextWithSpanContext(context.Background(), w.msg.out.span)
 	}
 	prop := c.tracer.Propagator()
 	for k, r := range outs {

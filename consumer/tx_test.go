@@ -320,7 +320,7 @@ func TestTransactionsConfig(t *testing.T) {
 	if err := m.Output(&kgo.Record{Topic: "x"}); !errors.Is(err, ErrNotTransactional) {
 		t.Fatalf("Output without Transactions: %v, want ErrNotTransactional", err)
 	}
-	m.outputsOn = true
+	m.out = new(outputs)
 	if err := m.Output(&kgo.Record{}); err == nil {
 		t.Fatal("Output of a record without a topic: no error")
 	}
