@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/lanestest"
 )
 
@@ -17,6 +18,7 @@ type faultRun struct {
 	l          *lanestest.Ledger
 	topic, dlq string
 	group      string
+	out        string // the output topic of a transactional run ("": none)
 	sessions   []string
 	per        int // messages per session: at most, then (finish) as sent
 	total      int
@@ -26,11 +28,14 @@ type faultRun struct {
 
 // runShape: at most per messages per session (the scenario may stop the
 // load sooner), a round of sends every pace, and the consumer members
-// in-process (0: the scenario runs its own).
+// in-process (0: the scenario runs its own); tx runs them in the
+// transactional mode, each input with outputsPer outputs to an output
+// topic (exactlyonce_test.go), every input's outputs checked at the end.
 type runShape struct {
 	per     int
 	pace    time.Duration
 	members int
+	tx      bool
 }
 
 func (fc *faultCluster) begin(t *testing.T, name string, shape runShape) *faultRun {
@@ -39,12 +44,21 @@ func (fc *faultCluster) begin(t *testing.T, name string, shape runShape) *faultR
 	r := &faultRun{fc: fc, l: lanestest.NewLedger(), topic: topic, dlq: dlq, group: groupName(name),
 		sessions: sessionNames(60), per: shape.per, start: time.Now()}
 	r.total = len(r.sessions) * r.per
-	cfg := fc.consumerConfig(name, topic, dlq)
-	cfg.ClientOptions = append(cfg.ClientOptions, faultConsumerOpts()...)
 	f := faults{transient: 0.02, work: 2 * time.Millisecond}
+	if shape.tx {
+		r.out = fc.outputTopic(t, topic)
+	}
 	for i := 1; i <= shape.members; i++ {
 		m := fmt.Sprintf("m%d", i)
-		startMember(t, m, cfg, handler(m, r.l, f))
+		cfg := fc.consumerConfig(name, topic, dlq)
+		cfg.ClientOptions = append(cfg.ClientOptions, faultConsumerOpts()...)
+		h := handler(m, r.l, f)
+		if shape.tx {
+			cfg.CommitInterval = 100 * time.Millisecond
+			cfg.Transactions = consumer.TransactionPolicy{Enabled: true, ID: r.group + "-" + m}
+			h = r.l.Handler(m, txHandler(r.out, f))
+		}
+		startMember(t, m, cfg, h)
 	}
 	r.ld = fc.startLoad(t, topic, r.sessions, r.per, shape.pace, r.l)
 	return r
@@ -78,4 +92,8 @@ func (r *faultRun) finish(t *testing.T, fault string) {
 	r.fc.readDLQ(t, r.dlq, r.l)
 	r.fc.checkLog(t, r.topic, r.sessions, r.per)
 	faultReport(t, r.fc.cluster, fault, r.l, time.Since(r.start))
+	if r.out != "" {
+		waitLagZero(t, r.fc.cluster, r.group, r.topic, 2*time.Minute)
+		checkExactlyOnce(t, r.fc.cluster, r.out, r.total)
+	}
 }

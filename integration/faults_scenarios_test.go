@@ -15,8 +15,19 @@ import (
 // order in the log with no duplicate; the consumers lose nothing and keep
 // order; the group goes on while the node is down.
 func TestClusterLeaderKilled(t *testing.T) {
+	leaderKilled(t, "leaderkill", false)
+}
+
+// Fault 1 in the transactional mode (docs/exactly-once.md, claim 3): the
+// same kill, with every input's outputs read at read_committed once, whole,
+// in order at the end.
+func TestClusterLeaderKilledExactlyOnce(t *testing.T) {
+	leaderKilled(t, "leaderkill-eos", true)
+}
+
+func leaderKilled(t *testing.T, name string, tx bool) {
 	fc := newFaultCluster(t)
-	r := fc.begin(t, "leaderkill", runShape{per: 300, pace: 100 * time.Millisecond, members: 3})
+	r := fc.begin(t, name, runShape{per: 300, pace: 100 * time.Millisecond, members: 3, tx: tx})
 	r.progress(t, r.total/6, 2*time.Minute, "before the fault")
 	victim := fc.leader(t, r.topic, 0)
 	led := fc.ledBy(t, r.topic, victim)
@@ -36,8 +47,18 @@ func TestClusterLeaderKilled(t *testing.T) {
 // replicated again, as an operator would do it. The load runs until the
 // restarts are over (at most 2 minutes).
 func TestClusterRollingRestart(t *testing.T) {
+	rollingRestart(t, "rollingbroker", false)
+}
+
+// Fault 2 in the transactional mode (claim 3, a broker restart): every
+// input's outputs read at read_committed once, whole, in order at the end.
+func TestClusterRollingRestartExactlyOnce(t *testing.T) {
+	rollingRestart(t, "rollingbroker-eos", true)
+}
+
+func rollingRestart(t *testing.T, name string, tx bool) {
 	fc := newFaultCluster(t)
-	r := fc.begin(t, "rollingbroker", runShape{per: 1200, pace: 100 * time.Millisecond, members: 3})
+	r := fc.begin(t, name, runShape{per: 1200, pace: 100 * time.Millisecond, members: 3, tx: tx})
 	r.progress(t, 3600, 2*time.Minute, "before the restarts")
 	for n := int32(1); n <= 3; n++ {
 		fc.node(t, "stop-node", n)

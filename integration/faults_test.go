@@ -166,6 +166,25 @@ func (fc *faultCluster) topics(t *testing.T, partitions int32) (topic, dlq strin
 	return topic, dlq
 }
 
+// outputTopic makes topic's output topic for a transactional run, as
+// topics makes its own: 6 partitions, replication factor 3,
+// min.insync.replicas 2.
+func (fc *faultCluster) outputTopic(t *testing.T, topic string) string {
+	t.Helper()
+	out := topic + "-out"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	minISR := "2"
+	resps, err := kadm.NewClient(fc.admin).CreateTopics(ctx, 6, 3, map[string]*string{"min.insync.replicas": &minISR}, out)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", out, err)
+	}
+	return out
+}
+
 // faultConsumerOpts: members notice a dead member or a lost coordinator in
 // seconds (KIP-848 groups take the same 6 s and 500 ms from kafka.sh).
 func faultConsumerOpts() []kgo.Opt {
