@@ -111,6 +111,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.poll(pollCtx)
 	endPoll()
 	err = c.shutdown(&bg)
+	if c.tx != nil && c.tx.fatal != nil {
+		err = errors.Join(c.tx.fatal, err)
+	}
 	c.metrics.close()
 	if uerr := c.reach.neverReached(); uerr != nil {
 		err = errors.Join(uerr, err)
@@ -139,6 +142,9 @@ func (c *Consumer) poll(ctx context.Context) {
 		c.dispatch(fs)
 		c.txTick(ctx)
 		c.client.AllowRebalance()
+		if c.tx != nil && c.tx.fatal != nil {
+			return // the transactional producer gave up: leave (Run returns ErrFenced)
+		}
 	}
 	c.client.AllowRebalance()
 }

@@ -129,6 +129,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 		_, aerr := t.sess.End(actx, kgo.TryAbort)
 		acancel()
 		t.open = aerr != nil
+		t.stuck(aerr)
 	}
 	if committed {
 		t.committed.Add(1) // counted before the partitions say so: Stats never shows a commit not counted
@@ -149,6 +150,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	if next && !t.open {
 		berr = t.sess.Begin()
 		t.noteBegin(berr, time.Now())
+		t.stuck(berr)
 	}
 	if berr != nil && committed { // nothing can finish into a transaction: as after an abort
 		for _, p := range parts {

@@ -2,11 +2,13 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -47,6 +49,11 @@ type txn struct {
 	// of inputs since rewound; the next End must abort it. The poll
 	// loop's alone.
 	open bool
+	// stuckN counts transactions in a row that could not begin (or whose
+	// abort failed); fatal, once set, ends Run (stuck). The poll loop's
+	// alone (Run reads fatal after the poll loop returned).
+	stuckN int
+	fatal  error
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
@@ -95,6 +102,28 @@ func (t *txn) noteBegin(err error, now time.Time) {
 		t.beginErr, t.beginAt = err.Error(), now
 	}
 }
+
+// stuck counts a transaction that could not begin, or whose abort did not
+// end it (err; nil: it went), and gives up (t.fatal, which ends Run) at a
+// fenced producer (another process took the transactional ID) or after
+// txStuckLimit in a row: the member then leaves its group, so that its
+// partitions go on elsewhere, and Run returns ErrFenced. The poll loop's
+// alone.
+func (t *txn) stuck(err error) {
+	if err == nil {
+		t.stuckN = 0
+		return
+	}
+	t.stuckN++
+	if t.fatal == nil && (t.stuckN >= txStuckLimit || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)) {
+		t.fatal = fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+}
+
+// txStuckLimit is how many transactions in a row may fail to begin (or to
+// abort) before the member gives up.
+const txStuckLimit = 3
 
 // keptFinish is a record that finished while a transaction ended.
 type keptFinish struct {
