@@ -169,15 +169,7 @@ func TestTransactionsLateAfterRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopB := start(t, b)
-	waitFor(t, "every input committed", func() bool {
-		offs, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), "g-tx-late")
-		if err != nil {
-			return false
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += max(o.At, 0) })
-		return sum == int64(per*len(sessions))
-	}, nil)
+	waitFor(t, "every input committed", func() bool { return committedSum(e, "g-tx-late") == int64(per*len(sessions)) }, nil)
 	time.Sleep(4 * time.Second) // the late handlers have returned; a's next transactions committed
 	if err := stopB(); err != nil {
 		t.Logf("Run (b): %v", err)

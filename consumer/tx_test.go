@@ -265,15 +265,7 @@ func TestTransactionsRefusedOutput(t *testing.T) {
 	}
 	cons.Store(c)
 	stop := start(t, c)
-	waitFor(t, "every input committed", func() bool {
-		offs, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), "g-tx-refused")
-		if err != nil {
-			return false
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += max(o.At, 0) })
-		return sum == int64(per*len(sessions))
-	}, func() string { return fmt.Sprintf("%+v", c.Stats().Transactions) })
+	waitFor(t, "every input committed", func() bool { return committedSum(e, "g-tx-refused") == int64(per*len(sessions)) }, func() string { return fmt.Sprintf("%+v", c.Stats().Transactions) })
 	if err := stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}

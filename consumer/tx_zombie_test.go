@@ -73,15 +73,7 @@ func TestTransactionsZombie(t *testing.T) {
 				return st.Rebalances > before && len(st.Partitions) > 0
 			})
 			n := rounds()
-			waitFor(t, "every input committed", func() bool {
-				offs, err := kadm.NewClient(e.client()).FetchOffsets(context.Background(), group)
-				if err != nil {
-					return false
-				}
-				var sum int64
-				offs.Each(func(o kadm.OffsetResponse) { sum += max(o.At, 0) })
-				return sum == int64(n*len(sessions))
-			}, nil)
+			waitFor(t, "every input committed", func() bool { return committedSum(e, group) == int64(n*len(sessions)) }, nil)
 			if err := stopA(); err != nil {
 				t.Logf("a: Run: %v", err)
 			}
