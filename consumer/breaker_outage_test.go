@@ -121,7 +121,7 @@ func runOutage(t *testing.T, breaker, batch bool) outageResult {
 	deadline := time.Now().Add(outageFor) // the outage's length, not a synchronisation
 	if breaker {
 		eventually(t, "the breaker to open and pause fetching", func() bool {
-			return c.Stats().Breaker.Open && len(c.client.PauseFetchTopics()) == 1
+			return c.Stats().Breaker.Open && len(c.client.Load().PauseFetchTopics()) == 1
 		})
 		for _, r := range c.Health().Reasons {
 			if strings.HasPrefix(r, "breaker open since") {

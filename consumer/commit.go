@@ -43,8 +43,8 @@ func (c *Consumer) commitLoop(bg context.Context) {
 // so a revoke's final commit is never overtaken by an older periodic one,
 // and no commit covers a partition after its release.
 func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
-	var kept []*partition                                           // park sections kept: told once commitMu is released
-	defer func() { c.warnParkOff(ctx, c.client, kept, "commit") }() // runs after the unlock below (deferred later)
+	var kept []*partition                                                  // park sections kept: told once commitMu is released
+	defer func() { c.warnParkOff(ctx, c.client.Load(), kept, "commit") }() // runs after the unlock below (deferred later)
 	c.own.commitMu.Lock()
 	defer c.own.commitMu.Unlock()
 	if c.crashed.Load() {
@@ -85,7 +85,7 @@ func (c *Consumer) commit(ctx context.Context, parts []*partition) error {
 		}
 		return nil
 	})
-	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
+	c.client.Load().CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, reqErr error) {
 		failed, answered = refusedCommits(req, resp, reqErr, meta), true
 	})
 	if !answered {
@@ -188,7 +188,7 @@ func (c *Consumer) refreshPausedLag(ctx context.Context, parts []*partition) {
 	if len(paused) == 0 {
 		return
 	}
-	ends, err := kadm.NewClient(c.client).ListEndOffsets(ctx, topics...)
+	ends, err := kadm.NewClient(c.client.Load()).ListEndOffsets(ctx, topics...)
 	if err != nil {
 		c.log().Debug().Err(err).Msg("list end offsets of paused partitions")
 		return

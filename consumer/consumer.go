@@ -27,15 +27,14 @@ type Consumer struct {
 	own    *owners
 	shards []*shard
 	flow   *flow
-	client *kgo.Client
-	// clientNow is client for readers outside Run's goroutines (the
-	// status page), set once it exists.
-	clientNow atomic.Pointer[kgo.Client]
-	dlq       *deadLetters // nil without a DeadLetterTopic
-	stats     counters
-	tracer    *tracing.Tracer
-	metrics   *metrics
-	brk       *breaker.Breaker // nil unless Config.Breaker.Enabled
+	// client is the group client, set once it exists; a transactional
+	// member fenced swaps it for a new one (tx_rejoin.go).
+	client  atomic.Pointer[kgo.Client]
+	dlq     *deadLetters // nil without a DeadLetterTopic
+	stats   counters
+	tracer  *tracing.Tracer
+	metrics *metrics
+	brk     *breaker.Breaker // nil unless Config.Breaker.Enabled
 	// probeWork is the running probe's record as the lanes know it, kept
 	// by the breaker's gate (gate.go) to name a probe given up as
 	// hung.

@@ -157,7 +157,7 @@ func (c *Consumer) logSetting(k control.Key, was, now control.Setting) {
 func (c *Consumer) controlLoad(ctx context.Context) error {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-		err := c.controlRead(rctx, c.client)
+		err := c.controlRead(rctx, c.client.Load())
 		cancel()
 		c.ctlLog.noteRead(err, time.Now())
 		if err == nil {
@@ -200,7 +200,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		}
 		if c.ctlLog != nil {
 			rctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-			err := c.controlRead(rctx, c.client)
+			err := c.controlRead(rctx, c.client.Load())
 			if ctx.Err() == nil {
 				c.ctlLog.noteRead(err, time.Now())
 			}

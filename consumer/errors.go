@@ -14,11 +14,12 @@ var (
 	// without Config.Transactions: an output could not commit with its
 	// input.
 	ErrNotTransactional = errors.New("consumer: Message.Output needs Config.Transactions")
-	// ErrFenced is wrapped by Run's error when the transactional mode
-	// gave up: its producer was fenced (another process uses its
-	// transactional ID) or no transaction could begin three times in a
-	// row. The member left its group first; start it again (a new
-	// Consumer) once the cause is gone.
+	// ErrFenced is wrapped by Run's error when the shutdown came while a
+	// transactional member waited to join its group again: its producer
+	// was fenced (another process took its transactional ID) or no
+	// transaction could begin three times in a row, so it had left its
+	// group (owning nothing) to join again with a new producer, which it
+	// does on its own within Run (Stats.Transactions.Rejoins counts it).
 	ErrFenced = errors.New("consumer: the transactional producer is fenced or cannot begin a transaction")
 	// ErrRunTwice: Run was called on a consumer that already ran.
 	ErrRunTwice = errors.New("consumer: Run called more than once")

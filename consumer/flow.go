@@ -22,10 +22,10 @@ import (
 // fetches only when neither its own settle state nor the breaker holds it —
 // and partitions assigned while the breaker is open start paused.
 type flow struct {
-	client  *kgo.Client
-	topics  []string   // the consumed topics, paused while held
-	applyMu sync.Mutex // serialises apply and reset
-	held    bool       // the hold last applied; under applyMu
+	client  *kgo.Client // under applyMu once Run started (setClient)
+	topics  []string    // the consumed topics, paused while held
+	applyMu sync.Mutex  // serialises apply and reset
+	held    bool        // the hold last applied; under applyMu
 
 	mu    sync.Mutex
 	dirty map[*partition]struct{}
@@ -139,4 +139,14 @@ func (f *flow) run(stop <-chan struct{}) {
 			f.apply()
 		}
 	}
+}
+
+// setClient makes cl the client apply and reset talk to: a transactional
+// member fenced joins again with a new one (tx_rejoin.go). What the old
+// client paused is gone with it; the partitions a new assignment brings
+// start unpaused and are marked again as they fill.
+func (f *flow) setClient(cl *kgo.Client) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.client, f.held = cl, false
 }

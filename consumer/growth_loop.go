@@ -230,7 +230,7 @@ func (c *Consumer) growthLoop(bg context.Context) {
 func (c *Consumer) growthTick(bg context.Context, now time.Time) {
 	ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
 	defer cancel()
-	adm := kadm.NewClient(c.client)
+	adm := kadm.NewClient(c.client.Load())
 	if topics := c.grow.endsWanted(now, c.cfg.Growth.Grace); len(topics) > 0 {
 		asOf := time.Now()
 		ends, err := adm.ListCommittedOffsets(ctx, topics...) // the last stable offsets: what read_committed members read

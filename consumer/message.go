@@ -43,6 +43,9 @@ type Message struct {
 type outputs struct {
 	recs []*kgo.Record
 	span trace.SpanContext
+	// refused is the permanent failure of every attempt at the message:
+	// an output of its was refused for ever (tx_refused.go); nil: none.
+	refused error
 }
 
 // Output adds r to the message's outputs (Config.Transactions): produced
@@ -57,13 +60,19 @@ type outputs struct {
 // message dead-lettered has its dead-letter copy as its only output. Call
 // Output from the handler's goroutine, before it returns, and do not
 // change r afterwards. Without Config.Transactions it returns
-// ErrNotTransactional.
+// ErrNotTransactional. When the broker refused an output of this message
+// for ever (too large for its topic, an invalid record), in an earlier
+// attempt, it returns a Permanent error saying so, and the attempt fails
+// with it whatever the handler returns: the message is dead-lettered
+// instead of aborting every transaction.
 func (m *Message) Output(r *kgo.Record) error {
 	switch {
 	case m.out == nil:
 		return ErrNotTransactional
 	case r == nil || r.Topic == "":
 		return fmt.Errorf("consumer: Output: the record needs a topic (Record.Topic)")
+	case m.out.refused != nil:
+		return m.out.refused
 	}
 	m.out.recs = append(m.out.recs, r)
 	return nil

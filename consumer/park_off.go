@@ -133,7 +133,7 @@ func (c *Consumer) keepParkSections(ctx context.Context, parts []*partition) (ke
 		if !unread {
 			continue
 		}
-		meta, err := c.committedMeta(ctx, c.client, p.key)
+		meta, err := c.committedMeta(ctx, c.client.Load(), p.key)
 		if err != nil {
 			c.log().Debug().Err(err).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 				Msg("commit: cannot read the group's commit of the partition yet (a park section to keep?); it is not committed until it can be")

@@ -78,7 +78,7 @@ func (c *Consumer) rebuildParks(ctx context.Context, cl *kgo.Client, parts []*pa
 func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommitTimeout)
 	defer cancel()
-	if _, gen := c.client.GroupMetadata(); gen > 0 {
+	if _, gen := c.client.Load().GroupMetadata(); gen > 0 {
 		// Still the owner after a rebalance since the assignment: its
 		// fence carries the generation it is in now. (A member that kept
 		// p through a rebalance whose other claimant was gone finds that
@@ -87,9 +87,9 @@ func (c *Consumer) retryRebuild(ctx context.Context, p *partition) {
 		p.pk.gen = max(p.pk.gen, gen)
 		p.mu.Unlock()
 	}
-	ids, err := c.park.check(ctx, kadm.NewClient(c.client), p.key.topic)
+	ids, err := c.park.check(ctx, kadm.NewClient(c.client.Load()), p.key.topic)
 	if err == nil {
-		err = c.rebuildPark(ctx, c.client, p, ids)
+		err = c.rebuildPark(ctx, c.client.Load(), p, ids)
 	}
 	if err != nil {
 		p.parkUnavailable(err, time.Now())

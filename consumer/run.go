@@ -51,8 +51,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.closePark()
 		return fmt.Errorf("consumer: start client: %w", err)
 	}
-	c.client, c.flow.client, c.flow.topics = cl, cl, c.cfg.Topics
-	c.clientNow.Store(cl)
+	c.flow.client, c.flow.topics = cl, c.cfg.Topics
+	c.client.Store(cl)
 	c.member.setSessionTimeout(cl.OptValue(kgo.SessionTimeout))
 	c.warnRebalanceTimeout()
 	if c.cfg.DeadLetterTopic != "" {
@@ -127,10 +127,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) poll(ctx context.Context) {
 	for ctx.Err() == nil {
 		pctx, cancel := c.pollCtx(ctx)
-		fs := c.client.PollRecords(pctx, c.cfg.MaxPollRecords)
+		fs := c.client.Load().PollRecords(pctx, c.cfg.MaxPollRecords)
 		cancel()
 		if fs.IsClientClosed() {
-			c.client.AllowRebalance()
+			c.client.Load().AllowRebalance()
 			return
 		}
 		c.noteUnknownTopicIDs(fs)
@@ -141,12 +141,12 @@ func (c *Consumer) poll(ctx context.Context) {
 		})
 		c.dispatch(fs)
 		c.txTick(ctx)
-		c.client.AllowRebalance()
-		if c.tx != nil && c.tx.fatal != nil {
-			return // the transactional producer gave up: leave (Run returns ErrFenced)
+		c.client.Load().AllowRebalance()
+		if c.tx != nil && c.tx.fatal != nil && !c.txRejoin(ctx) {
+			return // shut down while waiting to join again (Run returns ErrFenced)
 		}
 	}
-	c.client.AllowRebalance()
+	c.client.Load().AllowRebalance()
 }
 
 // openClient makes the member's group client: a transactional session

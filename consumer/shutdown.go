@@ -78,7 +78,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 		}
 	}
 	c.closePark()
-	c.client.CloseAllowingRebalance()
+	c.client.Load().CloseAllowingRebalance()
 	// franz-go's Close (v1.22) starts a leave of its own on a goroutine and,
 	// having found the group left already, does not wait for it; it then
 	// ends with a final poll (PollFetches(nil)), which under
@@ -86,7 +86,7 @@ func (c *Consumer) shutdown(bg *sync.WaitGroup) error {
 	// A leave goroutine that checks after that poll waits for a rebalance
 	// allowance no one would give, for ever (goleak found it in CI). Nothing
 	// polls after Close: allowing it now lets that goroutine end.
-	c.client.AllowRebalance()
+	c.client.Load().AllowRebalance()
 	if err := c.unfinished(); err != nil {
 		errs = append(errs, err)
 	}
@@ -128,10 +128,10 @@ func (c *Consumer) leave() {
 	// The poll loop has ended, so no poll is in flight: a leave, and the
 	// one Close makes, waits (BlockRebalanceOnPoll) until every poll has
 	// allowed the rebalance that leaving is.
-	c.client.AllowRebalance()
+	c.client.Load().AllowRebalance()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaveTimeout)
 	defer cancel()
-	if err := c.client.LeaveGroupContext(ctx); err != nil {
+	if err := c.client.Load().LeaveGroupContext(ctx); err != nil {
 		c.log().Warn().Err(err).Stringer("timeout", c.cfg.LeaveTimeout).Msg("leave group cut short; the group sees this member gone at its session timeout")
 		c.cancelClient()
 	}
@@ -141,7 +141,7 @@ func (c *Consumer) leave() {
 // rebalance timeout: a member still draining then is removed from the
 // group (classic protocol), and its partitions move while it commits.
 func (c *Consumer) warnRebalanceTimeout() {
-	rt, ok := c.client.OptValue(kgo.RebalanceTimeout).(time.Duration)
+	rt, ok := c.client.Load().OptValue(kgo.RebalanceTimeout).(time.Duration)
 	if need := c.cfg.RevokeTimeout + c.cfg.CommitTimeout; ok && need >= rt {
 		c.log().Warn().Stringer("revoke_timeout", c.cfg.RevokeTimeout).Stringer("commit_timeout", c.cfg.CommitTimeout).
 			Stringer("rebalance_timeout", rt).Str("group", c.cfg.Group).

@@ -328,6 +328,10 @@ type TxStats struct {
 	// Rewinds counts the restarts of the member's partitions from the
 	// group's commit after an abort.
 	Rewinds int64 `json:"rewinds"`
+	// Rejoins counts the times the member left its group and joined
+	// again with a new producer: fenced (another process took its
+	// transactional ID) or unable to begin a transaction.
+	Rejoins int64 `json:"rejoins"`
 	// EndTime is the time spent ending the transactions that committed
 	// (flushing their outputs, committing offsets, ending): ÷ Committed
 	// is the mean.

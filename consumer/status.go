@@ -77,7 +77,7 @@ func (c *Consumer) statusView(now time.Time) statusView {
 	v := statusView{Now: now, Group: c.cfg.Group, Health: c.health(st, now), Stats: st, Protocol: c.member.protocol(),
 		Parking: c.park != nil, Control: c.ctlLog != nil, HandlerTimeout: c.cfg.HandlerTimeout, Refresh: statusRefresh}
 	v.Host, _ = os.Hostname()
-	if cl := c.clientNow.Load(); cl != nil {
+	if cl := c.client.Load(); cl != nil {
 		v.Member, v.Generation = cl.GroupMetadata()
 	}
 	for r, n := range st.DeadLetteredByReason {

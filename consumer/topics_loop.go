@@ -25,7 +25,7 @@ func (c *Consumer) topicLoop(bg context.Context) {
 	for {
 		began := time.Now()
 		ctx, cancel := context.WithTimeout(bg, c.cfg.CommitTimeout)
-		missing, ids, counts, err := topicState(ctx, c.client, c.topics.all())
+		missing, ids, counts, err := topicState(ctx, c.client.Load(), c.topics.all())
 		cancel()
 		switch {
 		case bg.Err() != nil:
@@ -111,8 +111,8 @@ func (c *Consumer) resubscribeRecreated(bg context.Context, ids map[string]topic
 		if !c.dropTopics(bg, consumed) {
 			return // the shutdown began: it handles the partitions
 		}
-		c.client.PurgeTopicsFromClient(consumed...)
-		c.client.AddConsumeTopics(consumed...)
+		c.client.Load().PurgeTopicsFromClient(consumed...)
+		c.client.Load().AddConsumeTopics(consumed...)
 		c.log().Info().Strs("topics", consumed).
 			Msg("re-subscribed to consumed topics made again: the group assigns their partitions anew, each read from where Config.StartOffset puts a partition without commits")
 	}
@@ -144,7 +144,7 @@ func (c *Consumer) dropTopics(bg context.Context, topics []string) bool {
 		return false
 	}
 	c.own.release(parts)
-	c.flow.reset(c.client, tps)
+	c.flow.reset(c.client.Load(), tps)
 	if len(parts) > 0 {
 		c.log().Warn().Str("partitions", partitionList(parts)).Int("partitions_busy", len(busy)).Stringer("revoke_timeout", c.cfg.RevokeTimeout).
 			Msg("partitions of a topic made again dropped without a commit: their records not handled yet were in the old topic; handlers still running after RevokeTimeout had their contexts cancelled")

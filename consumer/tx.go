@@ -32,11 +32,12 @@ import (
 // fetch position set there. What the aborted transaction held is handled
 // again, its outputs produced again, once.
 
-// txOpts are the group client's options for the transactional mode.
-func (c *Consumer) txOpts() []kgo.Opt {
+// txOpts are the group client's options for the transactional mode,
+// under transactional ID id.
+func (c *Consumer) txOpts(id string) []kgo.Opt {
 	p := c.cfg.Transactions
 	return []kgo.Opt{
-		kgo.TransactionalID(p.ID),
+		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(p.Timeout),
 		kgo.RecordPartitioner(hashring.Partitioner(p.Outputs)),
 	}
@@ -45,16 +46,26 @@ func (c *Consumer) txOpts() []kgo.Opt {
 // openTx makes the group client a transactional session and begins its
 // first transaction.
 func (c *Consumer) openTx(opts []kgo.Opt) (*kgo.Client, error) {
-	s, err := kgo.NewGroupTransactSession(append(opts, c.txOpts()...)...)
+	cl, s, err := c.newTxSession(opts, c.tx.currentID())
 	if err != nil {
 		return nil, err
 	}
+	c.tx.sess, c.tx.due = s, time.Now().Add(c.cfg.CommitInterval)
+	return cl, nil
+}
+
+// newTxSession makes a transactional session under transactional ID id
+// and begins its first transaction.
+func (c *Consumer) newTxSession(opts []kgo.Opt, id string) (*kgo.Client, *kgo.GroupTransactSession, error) {
+	s, err := kgo.NewGroupTransactSession(append(opts, c.txOpts(id)...)...)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := s.Begin(); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("begin the first transaction (transactional ID %q): %w", c.cfg.Transactions.ID, err)
+		return nil, nil, fmt.Errorf("begin the first transaction (transactional ID %q): %w", id, err)
 	}
-	c.tx.sess, c.tx.due = s, time.Now().Add(c.cfg.CommitInterval)
-	return s.Client(), nil
+	return s.Client(), s, nil
 }
 
 // txTick ends the open transaction and begins the next when it is due;
@@ -108,6 +119,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	_ = t.sess.Client().Flush(ectx)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
+	t.refusals.settle()
 	if failed != nil || t.open {
 		try = kgo.TryAbort
 	}
@@ -133,6 +145,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	}
 	if committed {
 		t.committed.Add(1) // counted before the partitions say so: Stats never shows a commit not counted
+		t.rejoinN = 0
 		t.endNanos.Add(time.Since(start).Nanoseconds())
 		c.metrics.commitDone(time.Since(start))
 		for p, cp := range points {
@@ -161,8 +174,8 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	c.finishKept(next && berr == nil)
 	t.mu.Unlock()
 	if berr != nil {
-		c.log().Error().Err(berr).Str("transactional_id", c.cfg.Transactions.ID).
-			Msg("cannot begin the next transaction: nothing this member handles commits (its readiness says so); if another process uses the same transactional ID, give each its own, then restart this one")
+		c.log().Error().Err(berr).Str("transactional_id", t.currentID()).
+			Msg("cannot begin the next transaction: nothing this member handles commits (its readiness says so); after three failures in a row it leaves its group and joins again with a new producer; if another process uses the same transactional ID, give each its own")
 	}
 	if next && (!committed || berr != nil) {
 		c.txRewind(ctx, parts)
@@ -228,7 +241,7 @@ func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
 	for _, p := range parts {
 		assigned[p.key.topic] = append(assigned[p.key.topic], p.key.partition)
 	}
-	c.onAssigned(ctx, c.client, assigned)
+	c.onAssigned(ctx, c.client.Load(), assigned)
 	set := map[string]map[int32]kgo.EpochOffset{}
 	for _, p := range c.own.lookup(assigned) {
 		if at, ok := p.startOffset(); ok {
@@ -238,7 +251,7 @@ func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
 			set[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 		}
 	}
-	c.client.SetOffsets(set)
+	c.client.Load().SetOffsets(set)
 }
 
 // logTxAbort reports a transaction that did not commit (nothing when it
@@ -248,7 +261,7 @@ func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts in
 	if committed {
 		return ""
 	}
-	ev := c.log().Warn().Str("transactional_id", c.cfg.Transactions.ID).Int("partitions", parts)
+	ev := c.log().Warn().Str("transactional_id", c.tx.currentID()).Int("partitions", parts)
 	if failed != nil {
 		ev = ev.AnErr("output_error", *failed)
 	}
@@ -270,10 +283,15 @@ func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts in
 }
 
 // finalCommit is the shutdown's commit of owned: with transactions, the
-// open transaction's end, committing what the drain finished.
+// open transaction's end, committing what the drain finished; nothing
+// when the shutdown came while the member waited to join again
+// (tx_rejoin.go: it owns nothing, its producer is fenced).
 func (c *Consumer) finalCommit(ctx context.Context, owned []*partition) error {
 	if c.tx == nil {
 		return c.commit(ctx, owned)
+	}
+	if c.tx.fatal != nil {
+		return nil
 	}
 	if !c.txEnd(ctx, false) {
 		return fmt.Errorf("%w: the final transaction did not commit; the next owner handles its records again", ErrCommit)

@@ -4,39 +4,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestTransactionsFenced: another process takes the member's
-// transactional ID (its producer is fenced). The member does not go on
-// failing in place: it leaves its group and Run returns ErrFenced, so a
-// supervisor starts it again; a member started again (a new Consumer)
-// handles everything, and every input's outputs are read once, in order.
-func TestTransactionsFenced(t *testing.T) {
-	e := newEnv(t, 2, "tx-in", "dlq", "tx-out")
-	sessions := sessionNames(4)
-	const per = 20
-	e.produce("tx-in", sessions[:2], per)
+// fencedWorld runs a transactional member (ID "<group>-member") on tx-in,
+// each input's output to tx-out, until its first transaction committed,
+// then fences it: an intruder takes its transactional ID. Until gate is
+// closed, the broker refuses a producer for any other transactional ID of
+// the member's (what it joins again under), so the test sees the member
+// out, waiting to join again.
+type fencedWorld struct {
+	e        *env
+	c        *Consumer
+	errc     chan error
+	cancel   context.CancelFunc
+	sessions []string
+	gate     chan struct{}
+	refused  atomic.Int64 // producers refused while gated
+}
+
+const fencedPer = 20
+
+func newFencedWorld(t *testing.T, group string) *fencedWorld {
+	w := &fencedWorld{e: newEnv(t, 2, "tx-in", "dlq", "tx-out"), sessions: sessionNames(4), gate: make(chan struct{}), errc: make(chan error, 1)}
+	w.e.produce("tx-in", w.sessions[:2], fencedPer)
 	h := HandlerFunc(func(ctx context.Context, m *Message) error {
 		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
 	})
-	cfg := e.config("g-tx-fenced", "tx-in")
-	cfg.Transactions = TransactionPolicy{Enabled: true, ID: "g-tx-fenced-member"}
-	a, err := New(cfg, h)
-	if err != nil {
+	cfg := w.e.config(group, "tx-in")
+	id := group + "-member"
+	cfg.Transactions = TransactionPolicy{Enabled: true, ID: id}
+	var err error
+	if w.c, err = New(cfg, h); err != nil {
 		t.Fatal(err)
 	}
+	w.e.c.ControlKey(int16(kmsg.InitProducerID), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		w.e.c.KeepControl()
+		req := kr.(*kmsg.InitProducerIDRequest)
+		select {
+		case <-w.gate:
+			return nil, nil, false
+		default:
+		}
+		if req.TransactionalID == nil || !strings.HasPrefix(*req.TransactionalID, id+"-r") {
+			return nil, nil, false
+		}
+		w.refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil, true
+	})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- a.Run(ctx) }()
-	waitFor(t, "a's first transaction", func() bool { return a.Stats().Transactions.Committed > 0 }, nil)
+	w.cancel = cancel
+	t.Cleanup(cancel)
+	go func() { w.errc <- w.c.Run(ctx) }()
+	waitFor(t, "the first transaction", func() bool { return w.c.Stats().Transactions.Committed > 0 }, nil)
 
-	// The intruder: the same transactional ID, a transaction of its own.
-	in := e.client(kgo.TransactionalID(cfg.Transactions.ID))
+	in := w.e.client(kgo.TransactionalID(id)) // the intruder
 	if err := in.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,28 +80,64 @@ func TestTransactionsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Close()
-	e.produce("tx-in", sessions[2:], per) // work for the fenced member
+	w.e.produce("tx-in", w.sessions[2:], fencedPer) // work the fenced member must still do
+	waitFor(t, "the member out, waiting to join again", func() bool {
+		return w.refused.Load() > 0 && strings.Contains(strings.Join(w.c.Health().Reasons, "\n"), "left its group")
+	}, func() string { return fmt.Sprintf("%+v; %q", w.c.Stats().Transactions, w.c.Health().Reasons) })
+	return w
+}
 
+// TestTransactionsFenced: another process takes the member's
+// transactional ID (its producer is fenced). The member is not left
+// dead: it leaves its group (Health says so, and under which ID it joins
+// again), joins again as a new member under a new transactional ID,
+// handles everything, and every input's outputs are read once, in order.
+func TestTransactionsFenced(t *testing.T) {
+	w := newFencedWorld(t, "g-tx-fenced")
+	if n := w.c.Stats().Transactions.Rejoins; n != 0 {
+		t.Fatalf("Rejoins = %d while the member waits to join again", n)
+	}
+	close(w.gate)
+	e := w.e
+	waitFor(t, "every input committed", func() bool { return committedSum(e, "g-tx-fenced") == int64(fencedPer*len(w.sessions)) },
+		func() string { return fmt.Sprintf("%+v; %q", w.c.Stats().Transactions, w.c.Health().Reasons) })
+	if n := w.c.Stats().Transactions.Rejoins; n != 1 {
+		t.Errorf("Rejoins = %d, want 1", n)
+	}
+	for _, r := range w.c.Health().Reasons {
+		if strings.HasPrefix(r, "transactions:") {
+			t.Errorf("a transactions reason left after the member joined again: %s", r)
+		}
+	}
+	w.cancel()
 	select {
-	case err := <-errc:
+	case err := <-w.errc:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Run did not return")
+	}
+	checkOutputs(t, readOutputs(t, e, "tx-out", true), w.sessions, fencedPer, 1, nil)
+}
+
+// TestTransactionsFencedShutdown: the shutdown comes while a fenced
+// member waits to join again: Run returns at once with an error wrapping
+// ErrFenced, and what it did not handle is left for the group (nothing
+// of it committed twice).
+func TestTransactionsFencedShutdown(t *testing.T) {
+	w := newFencedWorld(t, "g-tx-fenced-stop")
+	w.cancel()
+	select {
+	case err := <-w.errc:
 		if !errors.Is(err, ErrFenced) {
 			t.Fatalf("Run: %v, want ErrFenced", err)
 		}
 		t.Logf("Run: %v", err)
 	case <-time.After(testTimeout):
-		t.Fatalf("Run did not return after its producer was fenced: %+v; %q", a.Stats().Transactions, a.Health().Reasons)
+		t.Fatal("Run did not return")
 	}
-
-	cfg.Transactions.ID = "g-tx-fenced-member-2"
-	b, err := New(cfg, h)
-	if err != nil {
-		t.Fatal(err)
+	if n := committedSum(w.e, "g-tx-fenced-stop"); n > int64(fencedPer*2) {
+		t.Errorf("committed %d inputs, at most the %d of the first sessions could be", n, fencedPer*2)
 	}
-	stop := start(t, b)
-	waitFor(t, "every input committed", func() bool { return committedSum(e, "g-tx-fenced") == int64(per*len(sessions)) },
-		func() string { return fmt.Sprintf("%+v", b.Stats().Transactions) })
-	if err := stop(); err != nil {
-		t.Errorf("b: Run: %v", err)
-	}
-	checkOutputs(t, readOutputs(t, e, "tx-out", true), sessions, per, 1, nil)
 }

@@ -98,7 +98,7 @@ func (c *Consumer) stampOutputs(w *work) {
 	if len(outs) == 0 {
 		return
 	}
-	in := w.rec.Topic + "/" + strconv.FormatInt(int64(w.rec.Partition), 10) + "@" + strconv.FormatInt(w.rec.Offset, 10)
+	in := inputName(w.rec)
 	n := "/" + strconv.Itoa(len(outs))
 	var ctx context.Context
 	if w.msg.out.span.IsValid() {
@@ -120,5 +120,5 @@ func (c *Consumer) txStats() TxStats {
 		return TxStats{}
 	}
 	return TxStats{Committed: t.committed.Load(), Aborted: t.aborted.Load(), Outputs: t.outputs.Load(),
-		Rewinds: t.rewinds.Load(), EndTime: time.Duration(t.endNanos.Load())}
+		Rewinds: t.rewinds.Load(), Rejoins: t.rejoins.Load(), EndTime: time.Duration(t.endNanos.Load())}
 }

@@ -14,7 +14,9 @@ const txAbortsReason = 3
 
 // txReasons are the transactional mode's Health reasons: transactions
 // that keep aborting (nothing this member handles commits), and a
-// transaction that cannot begin. Each clears when a transaction commits.
+// transaction that cannot begin, and a member that left its group to join
+// again (tx_rejoin.go). Each clears when its cause ends: a transaction
+// commits, one begins, the member joined again.
 func (c *Consumer) txReasons(now time.Time) []string {
 	t := c.tx
 	if t == nil {
@@ -23,10 +25,18 @@ func (c *Consumer) txReasons(now time.Time) []string {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
 	var out []string
+	if t.fenced != "" {
+		out = append(out, fmt.Sprintf("transactions: the member left its group at %s (%v ago): %s; "+
+			"it joins again as a new member with transactional ID %q at %s, and owns nothing meanwhile; "+
+			"if another process uses the same transactional ID, give each its own (TransactionPolicy.ID)",
+			t.fencedAt.UTC().Format(time.RFC3339), now.Sub(t.fencedAt).Round(time.Second), t.fenced,
+			t.nextID, t.nextAt.UTC().Format(time.RFC3339)))
+		return out
+	}
 	if t.beginErr != "" {
 		out = append(out, fmt.Sprintf("transactions: cannot begin one since %s (%v), transactional ID %q: %s; "+
-			"nothing this member handles commits: if another process uses the same ID, give each its own (TransactionPolicy.ID), then restart this one",
-			t.beginAt.UTC().Format(time.RFC3339), now.Sub(t.beginAt).Round(time.Second), c.cfg.Transactions.ID, t.beginErr))
+			"nothing this member handles commits; after %d failures in a row it leaves its group and joins again",
+			t.beginAt.UTC().Format(time.RFC3339), now.Sub(t.beginAt).Round(time.Second), t.id, t.beginErr, txStuckLimit))
 	}
 	if t.inRow >= txAbortsReason {
 		out = append(out, fmt.Sprintf("transactions: the last %d aborted, since %s (%v); the last because %s: "+

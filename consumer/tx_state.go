@@ -26,6 +26,9 @@ type txn struct {
 	// none, and no offset to commit, it is not ended (an empty end costs
 	// franz-go half a second).
 	held atomic.Int64
+	// refusals are the inputs whose output was refused for ever
+	// (tx_refused.go): their next attempt fails for good.
+	refusals refusals
 	// ending says a transaction is ending: a record finishing meanwhile
 	// is kept, in order, for the next one (tx_finish.go). Guarded by
 	// keptMu, taken before mu.
@@ -54,6 +57,10 @@ type txn struct {
 	// alone (Run reads fatal after the poll loop returned).
 	stuckN int
 	fatal  error
+	// rejoinN counts the member's rejoins since a transaction last
+	// committed (tx_rejoin.go's backoff). The poll loop's alone.
+	rejoinN int
+	rejoins atomic.Int64 // rejoins ever
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
@@ -64,12 +71,44 @@ type txn struct {
 	lastWhy    string     // why the last aborted
 	beginErr   string     // a failed Begin's error, "" once one began
 	beginAt    time.Time
+	id         string    // the transactional ID in use
+	fenced     string    // why the member left to join again, "" while it is in
+	fencedAt   time.Time // when it left
+	nextID     string    // the transactional ID it joins under
+	nextAt     time.Time // when it tries next
+}
+
+// currentID is the transactional ID in use: the configured one, until a
+// fenced member joins again under another (tx_rejoin.go).
+func (t *txn) currentID() string {
+	t.whyMu.Lock()
+	defer t.whyMu.Unlock()
+	return t.id
+}
+
+// noteFenced keeps, for Health, that the member left its group (t.fatal
+// says why) and joins again under id at next.
+func (t *txn) noteFenced(id string, next time.Time) {
+	t.whyMu.Lock()
+	defer t.whyMu.Unlock()
+	if t.fenced == "" {
+		t.fencedAt = time.Now()
+	}
+	t.fenced, t.nextID, t.nextAt = t.fatal.Error(), id, next
+}
+
+// noteRejoined: the member joined again under id.
+func (t *txn) noteRejoined(id string) {
+	t.whyMu.Lock()
+	defer t.whyMu.Unlock()
+	t.id, t.fenced, t.beginErr = id, "", ""
 }
 
 // refused is every output's promise: the first error makes the open
 // transaction abort.
 func (t *txn) refused(r *kgo.Record, err error) {
 	if err != nil {
+		t.refusals.note(r, err)
 		err = fmt.Errorf("output to %s/%d: %w", r.Topic, r.Partition, err)
 		t.failed.CompareAndSwap(nil, &err)
 	}
@@ -104,25 +143,25 @@ func (t *txn) noteBegin(err error, now time.Time) {
 }
 
 // stuck counts a transaction that could not begin, or whose abort did not
-// end it (err; nil: it went), and gives up (t.fatal, which ends Run) at a
-// fenced producer (another process took the transactional ID) or after
-// txStuckLimit in a row: the member then leaves its group, so that its
-// partitions go on elsewhere, and Run returns ErrFenced. The poll loop's
-// alone.
+// end it (err; nil: it went), and gives up (t.fatal) at a fenced producer
+// (another process took the transactional ID) or after txStuckLimit in a
+// row: the member then leaves its group, so that its partitions go on
+// elsewhere, and joins again with a new producer (tx_rejoin.go). The poll
+// loop's alone.
 func (t *txn) stuck(err error) {
 	if err == nil {
 		t.stuckN = 0
 		return
 	}
 	t.stuckN++
-	if t.fatal == nil && (t.stuckN >= txStuckLimit || errors.Is(err, kerr.ProducerFenced) ||
+	if t.fatal == nil && (t.stuckN >= txStuckLimit || fencedBy(err) ||
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)) {
 		t.fatal = fmt.Errorf("%w: %w", ErrFenced, err)
 	}
 }
 
 // txStuckLimit is how many transactions in a row may fail to begin (or to
-// abort) before the member gives up.
+// abort) before the member leaves to join again.
 const txStuckLimit = 3
 
 // keptFinish is a record that finished while a transaction ended.
