@@ -156,6 +156,68 @@ func TestExactlyOnceRollingMembers(t *testing.T) {
 	checkExactlyOnce(t, c, out, total)
 }
 
+// Exactly-once with a fenced member (docs/exactly-once.md): two members
+// join; before any input is written, another process takes m1's
+// transactional ID (its producer initialised under it fences m1's); then
+// 40 sessions × 80 inputs are written. m1 learns it is fenced with its
+// first transaction that holds something; it is not left dead: it leaves
+// its group and joins again under a new transactional ID within its Run
+// (Stats.Transactions.Rejoins), the two members finish everything, and
+// every input's outputs are read at read_committed exactly once, whole,
+// in their session's input order.
+func TestExactlyOnceFencedRejoins(t *testing.T) {
+	c := newCluster(t)
+	const per = 80
+	topic, dlq := c.topics(t, 6)
+	out := topic + "-out"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateTopics(ctx, 6, out); err != nil {
+		t.Fatal(err)
+	}
+	l := lanestest.NewLedger()
+	h := func(m string) consumer.Handler {
+		return l.Handler(m, txHandler(out, faults{work: 2 * time.Millisecond}))
+	}
+	cfg1 := c.txConfig("eos-fenced", topic, dlq, "m1")
+	m1 := startMember(t, "m1", cfg1, h("m1"))
+	m2 := startMember(t, "m2", c.txConfig("eos-fenced", topic, dlq, "m2"), h("m2"))
+	waitFor(t, "both members own partitions", 2*time.Minute, func() bool {
+		return len(m1.c.Stats().Partitions) > 0 && len(m2.c.Stats().Partitions) > 0
+	})
+
+	intruder := c.client(t, kgo.TransactionalID(cfg1.Transactions.ID))
+	if err := intruder.BeginTransaction(); err != nil { // initialises a producer under m1's ID: m1's is fenced
+		t.Fatal(err)
+	}
+	if err := intruder.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	intruder.Close()
+
+	sessions := sessionNames(40)
+	c.produce(t, topic, sessions, per, l)
+	total := len(sessions) * per
+	waitFor(t, "m1 joined again", 2*time.Minute, func() bool { return m1.c.Stats().Transactions.Rejoins > 0 })
+	waitFinished(t, l, total, 3*time.Minute)
+	waitLagZero(t, c, groupName("eos-fenced"), topic, 2*time.Minute)
+	for _, m := range []*member{m1, m2} {
+		switch err := m.stop(); {
+		case errors.Is(err, consumer.ErrFenced):
+			t.Errorf("%s Run: %v: it had joined again", m.name, err)
+		case err != nil:
+			t.Logf("%s Run: %v", m.name, err) // a final transaction aborted by the other's leave is redone by the next owner
+		}
+	}
+	st := m1.c.Stats().Transactions
+	r := l.Report()
+	t.Logf("%s: m1 %+v; %s", c.name(), st, r)
+	if r.Violations > 0 || r.Overlaps > 0 || r.Lost > 0 {
+		t.Errorf("session order or accounting broken: %s", r)
+	}
+	checkExactlyOnce(t, c, out, total)
+}
+
 // Exactly-once, claim 3 under SIGKILL (docs/exactly-once.md): consumers
 // run as child processes in the transactional mode, each slot keeping its
 // transactional ID across restarts (as a StatefulSet's pods do), and are
