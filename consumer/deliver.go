@@ -74,7 +74,7 @@ func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 	m := &w.msg
 	*m = Message{Record: w.rec, SessionID: w.session, EventID: eventid.FromRecord(w.rec), Group: c.cfg.Group}
 	if c.tx != nil {
-		m.out = c.tx.outputsFor(w.rec) // Message.Output's (tx_finish.go)
+		m.out = c.tx.refusals.outputsFor(w.rec) // Message.Output's (tx_finish.go)
 	}
 	var t tries
 	for attempt := 1; ; attempt++ {
@@ -92,7 +92,7 @@ func (c *Consumer) deliver(l *lane, w *work) (done bool, out parkAs) {
 		span, err := c.call(l, w, m)
 		if m.out != nil {
 			m.out.span = span.SpanContext() // the trace context of its outputs, or its dead-letter copy
-			err = m.out.judge(err)          // an output of its refused for ever: a permanent failure
+			err = m.out.judgeRefused(err)   // an output of its refused for ever: a permanent failure
 		}
 		err, again := c.judged(w.p, ps, err)
 		v := verdict{step: stepDone}

@@ -119,7 +119,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	_ = t.sess.Client().Flush(ectx)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
-	t.refusals.settle()
+	t.refusals.settleRefused()
 	if failed != nil || t.open {
 		try = kgo.TryAbort
 	}

@@ -120,5 +120,5 @@ func (c *Consumer) txStats() TxStats {
 		return TxStats{}
 	}
 	return TxStats{Committed: t.committed.Load(), Aborted: t.aborted.Load(), Outputs: t.outputs.Load(),
-		Rewinds: t.rewinds.Load(), Rejoins: t.rejoins.Load(), EndTime: time.Duration(t.endNanos.Load())}
+		Rewinds: t.rewinds.Load(), Rejoins: t.rejoinCount.Load(), EndTime: time.Duration(t.endNanos.Load())}
 }

@@ -25,18 +25,18 @@ func (c *Consumer) txReasons(now time.Time) []string {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
 	var out []string
-	if t.fenced != "" {
+	if t.leftWhy != "" {
 		out = append(out, fmt.Sprintf("transactions: the member left its group at %s (%v ago): %s; "+
 			"it joins again as a new member with transactional ID %q at %s, and owns nothing meanwhile; "+
 			"if another process uses the same transactional ID, give each its own (TransactionPolicy.ID)",
-			t.fencedAt.UTC().Format(time.RFC3339), now.Sub(t.fencedAt).Round(time.Second), t.fenced,
+			t.leftAt.UTC().Format(time.RFC3339), now.Sub(t.leftAt).Round(time.Second), t.leftWhy,
 			t.nextID, t.nextAt.UTC().Format(time.RFC3339)))
 		return out
 	}
 	if t.beginErr != "" {
 		out = append(out, fmt.Sprintf("transactions: cannot begin one since %s (%v), transactional ID %q: %s; "+
 			"nothing this member handles commits; after %d failures in a row it leaves its group and joins again",
-			t.beginAt.UTC().Format(time.RFC3339), now.Sub(t.beginAt).Round(time.Second), t.id, t.beginErr, txStuckLimit))
+			t.beginAt.UTC().Format(time.RFC3339), now.Sub(t.beginAt).Round(time.Second), t.txID, t.beginErr, txStuckLimit))
 	}
 	if t.inRow >= txAbortsReason {
 		out = append(out, fmt.Sprintf("transactions: the last %d aborted, since %s (%v); the last because %s: "+

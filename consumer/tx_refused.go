@@ -29,17 +29,17 @@ import (
 // far (inputName): how many times, and the last refusal.
 type refusals struct {
 	mu     sync.Mutex
-	now    map[string]refused // by output topic/partition
-	inputs map[string]refusal
+	now    map[string]sizeRefusal // by output topic/partition
+	inputs map[string]refusalCount
 }
 
-type refused struct {
+type sizeRefusal struct {
 	r    *kgo.Record
 	size int
 	err  error
 }
 
-type refusal struct {
+type refusalCount struct {
 	n   int
 	err error
 }
@@ -52,7 +52,7 @@ const refusalsLimit = 10000
 
 // note keeps output r, refused with err, when err refuses its size and r
 // is the largest refused on its partition so far.
-func (rs *refusals) note(r *kgo.Record, err error) {
+func (rs *refusals) noteRefused(r *kgo.Record, err error) {
 	if !errors.Is(err, kerr.MessageTooLarge) && !errors.Is(err, kerr.RecordListTooLarge) {
 		return
 	}
@@ -64,16 +64,16 @@ func (rs *refusals) note(r *kgo.Record, err error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.now == nil {
-		rs.now = map[string]refused{}
+		rs.now = map[string]sizeRefusal{}
 	}
 	if size > rs.now[tp].size {
-		rs.now[tp] = refused{r, size, err}
+		rs.now[tp] = sizeRefusal{r, size, err}
 	}
 }
 
 // settle names the input of each partition's largest refused output,
 // once every output of the ending transaction was answered.
-func (rs *refusals) settle() {
+func (rs *refusals) settleRefused() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for tp, f := range rs.now {
@@ -83,15 +83,15 @@ func (rs *refusals) settle() {
 			continue
 		}
 		if rs.inputs == nil || len(rs.inputs) >= refusalsLimit {
-			rs.inputs = map[string]refusal{}
+			rs.inputs = map[string]refusalCount{}
 		}
-		rs.inputs[in] = refusal{rs.inputs[in].n + 1, f.err}
+		rs.inputs[in] = refusalCount{rs.inputs[in].n + 1, f.err}
 	}
 }
 
 // take is the refusal of the input rec when it was named twice (then no
 // longer kept), or nil.
-func (rs *refusals) take(rec *kgo.Record) error {
+func (rs *refusals) takeRefused(rec *kgo.Record) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if len(rs.inputs) == 0 {
@@ -114,9 +114,9 @@ func inputName(rec *kgo.Record) string {
 
 // outputsFor is the outputs of an attempt at rec: empty, and refused when
 // rec's outputs were refused for their size twice.
-func (t *txn) outputsFor(rec *kgo.Record) *outputs {
+func (rs *refusals) outputsFor(rec *kgo.Record) *outputs {
 	o := new(outputs)
-	if err := t.refusals.take(rec); err != nil {
+	if err := rs.takeRefused(rec); err != nil {
 		o.refused = Permanent(fmt.Errorf("an output of this input was refused by the broker twice, and would be again: %w", err))
 	}
 	return o
@@ -125,7 +125,7 @@ func (t *txn) outputsFor(rec *kgo.Record) *outputs {
 // judge is the outcome of an attempt that returned err: a permanent
 // failure instead of a success when the input's outputs were refused
 // for ever.
-func (o *outputs) judge(err error) error {
+func (o *outputs) judgeRefused(err error) error {
 	if err == nil && o.refused != nil {
 		return o.refused
 	}

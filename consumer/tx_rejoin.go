@@ -3,11 +3,9 @@ package consumer
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -63,7 +61,7 @@ func (c *Consumer) txRejoin(ctx context.Context) bool {
 	t.rejoinN++
 	id := t.currentID()
 	if fencedBy(t.fatal) {
-		id = fmt.Sprintf("%s-r%d-%s", c.cfg.Transactions.ID, t.rejoins.Load()+1, rand.Text()[:6])
+		id = fmt.Sprintf("%s-r%d-%s", c.cfg.Transactions.ID, t.rejoinCount.Load()+1, rand.Text()[:6])
 	}
 	for {
 		wait := rejoinBackoff(t.rejoinN)
@@ -103,16 +101,8 @@ func (c *Consumer) swapClient(old, cl *kgo.Client, s *kgo.GroupTransactSession, 
 	c.flow.setClient(cl)
 	old.CloseAllowingRebalance()
 	old.AllowRebalance() // as at the shutdown (shutdown.go): Close's own leave must not wait for a poll
-	t.rejoins.Add(1)
+	t.rejoinCount.Add(1)
 	t.noteRejoined(id)
-	c.log().Info().Str("group", c.cfg.Group).Str("transactional_id", id).Int64("rejoins", t.rejoins.Load()).
+	c.log().Info().Str("group", c.cfg.Group).Str("transactional_id", id).Int64("rejoins", t.rejoinCount.Load()).
 		Msg("transactional member joined its group again with a new producer")
-}
-
-// fencedBy reports whether err says another producer took the
-// transactional ID: fenced (ProducerFenced), or its epoch bumped
-// (InvalidProducerEpoch, fatal under KIP-890's transactions; what kfake
-// answers a fenced producer's writes).
-func fencedBy(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
 }

@@ -59,8 +59,8 @@ type txn struct {
 	fatal  error
 	// rejoinN counts the member's rejoins since a transaction last
 	// committed (tx_rejoin.go's backoff). The poll loop's alone.
-	rejoinN int
-	rejoins atomic.Int64 // rejoins ever
+	rejoinN     int
+	rejoinCount atomic.Int64 // rejoins ever
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
@@ -71,9 +71,9 @@ type txn struct {
 	lastWhy    string     // why the last aborted
 	beginErr   string     // a failed Begin's error, "" once one began
 	beginAt    time.Time
-	id         string    // the transactional ID in use
-	fenced     string    // why the member left to join again, "" while it is in
-	fencedAt   time.Time // when it left
+	txID       string    // the transactional ID in use
+	leftWhy    string    // why the member left to join again, "" while it is in
+	leftAt     time.Time // when it left
 	nextID     string    // the transactional ID it joins under
 	nextAt     time.Time // when it tries next
 }
@@ -83,7 +83,7 @@ type txn struct {
 func (t *txn) currentID() string {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
-	return t.id
+	return t.txID
 }
 
 // noteFenced keeps, for Health, that the member left its group (t.fatal
@@ -91,24 +91,24 @@ func (t *txn) currentID() string {
 func (t *txn) noteFenced(id string, next time.Time) {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
-	if t.fenced == "" {
-		t.fencedAt = time.Now()
+	if t.leftWhy == "" {
+		t.leftAt = time.Now()
 	}
-	t.fenced, t.nextID, t.nextAt = t.fatal.Error(), id, next
+	t.leftWhy, t.nextID, t.nextAt = t.fatal.Error(), id, next
 }
 
 // noteRejoined: the member joined again under id.
 func (t *txn) noteRejoined(id string) {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
-	t.id, t.fenced, t.beginErr = id, "", ""
+	t.txID, t.leftWhy, t.beginErr = id, "", ""
 }
 
 // refused is every output's promise: the first error makes the open
 // transaction abort.
 func (t *txn) refused(r *kgo.Record, err error) {
 	if err != nil {
-		t.refusals.note(r, err)
+		t.refusals.noteRefused(r, err)
 		err = fmt.Errorf("output to %s/%d: %w", r.Topic, r.Partition, err)
 		t.failed.CompareAndSwap(nil, &err)
 	}
@@ -177,4 +177,12 @@ func (t *txn) rebalanced() {
 	if stop := t.stopPoll.Load(); stop != nil {
 		(*stop)()
 	}
+}
+
+// fencedBy reports whether err says another producer took the
+// transactional ID: fenced (ProducerFenced), or its epoch bumped
+// (InvalidProducerEpoch, fatal under KIP-890's transactions; what kfake
+// answers a fenced producer's writes).
+func fencedBy(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
 }
