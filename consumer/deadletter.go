@@ -27,16 +27,8 @@ type deadLetters struct {
 // openDeadLetters starts the DLQ client; admin reads the topic's limit.
 func openDeadLetters(ctx context.Context, cfg *Config, admin *kadm.Client) (*deadLetters, error) {
 	d := &deadLetters{topic: cfg.DeadLetterTopic, limit: defaultMaxMessageBytes}
-	if rcs, err := admin.DescribeTopicConfigs(ctx, d.topic); err == nil {
-		if rc, err := rcs.On(d.topic, nil); err == nil && rc.Err == nil {
-			for _, c := range rc.Configs {
-				if c.Key == "max.message.bytes" && c.Value != nil {
-					if n, err := strconv.Atoi(*c.Value); err == nil && n > recordOverhead {
-						d.limit = n
-					}
-				}
-			}
-		}
+	if n, ok := maxMessageBytes(ctx, admin, d.topic); ok && n > recordOverhead {
+		d.limit = n
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -49,6 +41,27 @@ func openDeadLetters(ctx context.Context, cfg *Config, admin *kadm.Client) (*dea
 	}
 	d.client = cl
 	return d, nil
+}
+
+// maxMessageBytes is topic's max.message.bytes, as admin reads it (ok
+// false: it could not).
+func maxMessageBytes(ctx context.Context, admin *kadm.Client, topic string) (n int, ok bool) {
+	rcs, err := admin.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, false
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		return 0, false
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "max.message.bytes" && c.Value != nil {
+			if n, err := strconv.Atoi(*c.Value); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // record builds the dead-letter copy of r: same key, value and headers,

@@ -143,10 +143,12 @@ func (f *flow) run(stop <-chan struct{}) {
 
 // setClient makes cl the client apply and reset talk to: a transactional
 // member fenced joins again with a new one (tx_rejoin.go). What the old
-// client paused is gone with it; the partitions a new assignment brings
-// start unpaused and are marked again as they fill.
+// client paused is gone with it: the partitions a new assignment brings
+// start unpaused and are marked again as they fill, and the breaker's
+// hold is applied again at once.
 func (f *flow) setClient(cl *kgo.Client) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	f.client, f.held = cl, false
+	f.holdChanged() // a hold in force pauses the new client's topics too
 }

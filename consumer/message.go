@@ -60,11 +60,12 @@ type outputs struct {
 // message dead-lettered has its dead-letter copy as its only output. Call
 // Output from the handler's goroutine, before it returns, and do not
 // change r afterwards. Without Config.Transactions it returns
-// ErrNotTransactional. When the broker refused an output of this message
-// for ever (too large for its topic, an invalid record), in an earlier
-// attempt, it returns a Permanent error saying so, and the attempt fails
-// with it whatever the handler returns: the message is dead-lettered
-// instead of aborting every transaction.
+// ErrNotTransactional. When an output of this message was refused for
+// its size in two earlier attempts (larger than its topic's
+// max.message.bytes or the producer's ProducerBatchMaxBytes), it returns
+// a Permanent error saying so, and the attempt fails with it whatever the
+// handler returns: the message is dead-lettered instead of aborting every
+// transaction.
 func (m *Message) Output(r *kgo.Record) error {
 	switch {
 	case m.out == nil:

@@ -107,7 +107,20 @@ func (c *Consumer) makeShards() {
 	}
 }
 
+// clientOpts are the group client's options, consuming the configured
+// topics; Config.ClientOptions come last.
 func (c *Consumer) clientOpts() []kgo.Opt {
+	return append(append(c.baseOpts(), kgo.ConsumeTopics(c.cfg.Topics...)), c.cfg.ClientOptions...)
+}
+
+// groupOpts are clientOpts but the topics consumed: a client without any
+// does not join its group until given some.
+func (c *Consumer) groupOpts() []kgo.Opt {
+	return append(c.baseOpts(), c.cfg.ClientOptions...)
+}
+
+// baseOpts are lanes' own options of the group client.
+func (c *Consumer) baseOpts() []kgo.Opt {
 	reset := kgo.NewOffset().AtStart()
 	if c.cfg.StartOffset == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
@@ -116,7 +129,6 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		kgo.WithContext(c.clientCtx),
 		kgo.SeedBrokers(c.cfg.Brokers...),
 		kgo.ConsumerGroup(c.cfg.Group),
-		kgo.ConsumeTopics(c.cfg.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(reset),
@@ -129,14 +141,14 @@ func (c *Consumer) clientOpts() []kgo.Opt {
 		// rather than one short of the partition's end.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.OnPartitionsAssigned(c.member.assigned(c.onAssigned)),
-		kgo.OnPartitionsRevoked(c.member.revoked(c.onRevoked)),
-		kgo.OnPartitionsLost(c.member.lost(c.onLost)),
+		kgo.OnPartitionsAssigned(c.fromCurrent(c.member.assigned(c.onAssigned))),
+		kgo.OnPartitionsRevoked(c.fromCurrent(c.member.revoked(c.onRevoked))),
+		kgo.OnPartitionsLost(c.fromCurrent(c.member.lost(c.onLost))),
 		kgo.AdjustFetchOffsetsFn(c.adjustStarts),
 		// Before ClientOptions: a logger passed there replaces this one,
 		// hooks passed there run after lanes'.
 		kgo.WithLogger(newKgoLogger(c.log(), "consumer")),
 		kgo.WithHooks(c.reach, c.member),
 	}
-	return append(opts, c.cfg.ClientOptions...)
+	return opts
 }

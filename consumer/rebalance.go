@@ -264,3 +264,15 @@ func partitionNames(ps map[string][]int32) []string {
 	slices.Sort(out)
 	return out
 }
+
+// fromCurrent passes on the rebalance callbacks of the member's group
+// client only: a client a transactional rejoin replaced (tx_rejoin.go)
+// may still call one as it closes, about partitions it no longer has.
+func (c *Consumer) fromCurrent(next rebalanceFn) rebalanceFn {
+	return func(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
+		if cur := c.client.Load(); cur != nil && cur != cl {
+			return
+		}
+		next(ctx, cl, ps)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -122,7 +123,11 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	_ = t.sess.Client().Flush(ectx)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
-	t.refusals.settleRefused()
+	if n, unnamed := t.refusals.settleRefused(func(topic string) int { return c.outputLimit(ectx, topic) }); len(unnamed) > 0 {
+		c.log().Warn().Int("refused", n).Strs("topics", unnamed).Str("transactional_id", t.currentID()).
+			Msg("outputs refused for their size though none is larger than its topic's max.message.bytes alone: the producer's batches are; " +
+				"set kgo.ProducerBatchMaxBytes (Config.ClientOptions) at most the smallest max.message.bytes of these topics")
+	}
 	if failed != nil || t.open {
 		try = kgo.TryAbort
 	}
@@ -146,6 +151,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 		t.open = aerr != nil
 		t.stuck(aerr)
 	}
+	t.refusals.endedRefused(committed)
 	if committed {
 		t.committed.Add(1) // counted before the partitions say so: Stats never shows a commit not counted
 		t.rejoinN = 0
@@ -180,7 +186,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 		c.log().Error().Err(berr).Str("transactional_id", t.currentID()).
 			Msg("cannot begin the next transaction: nothing this member handles commits (its readiness says so); after three failures in a row it leaves its group and joins again with a new producer; if another process uses the same transactional ID, give each its own")
 	}
-	if next && (!committed || berr != nil) {
+	if next && (!committed || berr != nil) && t.fatal == nil { // fatal: the rejoin drains and releases them (tx_rejoin.go)
 		c.txRewind(ctx, parts)
 	}
 	return committed
@@ -300,4 +306,19 @@ func (c *Consumer) finalCommit(ctx context.Context, owned []*partition) error {
 		return fmt.Errorf("%w: the final transaction did not commit; the next owner handles its records again", ErrCommit)
 	}
 	return nil
+}
+
+// outputLimit is the size a batch holding one output to topic may have:
+// the smaller of the topic's max.message.bytes (Kafka's default when it
+// cannot be read) and the group client's ProducerBatchMaxBytes.
+func (c *Consumer) outputLimit(ctx context.Context, topic string) int {
+	cl := c.client.Load()
+	n, ok := maxMessageBytes(ctx, kadm.NewClient(cl), topic)
+	if !ok {
+		n = defaultMaxMessageBytes
+	}
+	if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok && int(b) < n {
+		n = int(b)
+	}
+	return n
 }

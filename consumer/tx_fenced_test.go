@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,12 +26,27 @@ type fencedWorld struct {
 	c        *Consumer
 	errc     chan error
 	cancel   context.CancelFunc
+	stopOnce sync.Once
+	runErr   error
 	sessions []string
 	gate     chan struct{}
 	refused  atomic.Int64 // producers refused while gated
 }
 
 const fencedPer = 20
+
+// stop cancels the member's Run and returns its error, once.
+func (w *fencedWorld) stop(t *testing.T) error {
+	w.stopOnce.Do(func() {
+		w.cancel()
+		select {
+		case w.runErr = <-w.errc:
+		case <-time.After(testTimeout):
+			t.Fatal("Run did not return")
+		}
+	})
+	return w.runErr
+}
 
 func newFencedWorld(t *testing.T, group string) *fencedWorld {
 	w := &fencedWorld{e: newEnv(t, 2, "tx-in", "dlq", "tx-out"), sessions: sessionNames(4), gate: make(chan struct{}), errc: make(chan error, 1)}
@@ -63,8 +79,8 @@ func newFencedWorld(t *testing.T, group string) *fencedWorld {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	t.Cleanup(cancel)
 	go func() { w.errc <- w.c.Run(ctx) }()
+	t.Cleanup(func() { _ = w.stop(t) })
 	waitFor(t, "the first transaction", func() bool { return w.c.Stats().Transactions.Committed > 0 }, nil)
 
 	in := w.e.client(kgo.TransactionalID(id)) // the intruder
@@ -109,14 +125,8 @@ func TestTransactionsFenced(t *testing.T) {
 			t.Errorf("a transactions reason left after the member joined again: %s", r)
 		}
 	}
-	w.cancel()
-	select {
-	case err := <-w.errc:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(testTimeout):
-		t.Fatal("Run did not return")
+	if err := w.stop(t); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 	checkOutputs(t, readOutputs(t, e, "tx-out", true), w.sessions, fencedPer, 1, nil)
 }
@@ -127,16 +137,11 @@ func TestTransactionsFenced(t *testing.T) {
 // of it committed twice).
 func TestTransactionsFencedShutdown(t *testing.T) {
 	w := newFencedWorld(t, "g-tx-fenced-stop")
-	w.cancel()
-	select {
-	case err := <-w.errc:
-		if !errors.Is(err, ErrFenced) {
-			t.Fatalf("Run: %v, want ErrFenced", err)
-		}
-		t.Logf("Run: %v", err)
-	case <-time.After(testTimeout):
-		t.Fatal("Run did not return")
+	err := w.stop(t)
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("Run: %v, want ErrFenced", err)
 	}
+	t.Logf("Run: %v", err)
 	if n := committedSum(w.e, "g-tx-fenced-stop"); n > int64(fencedPer*2) {
 		t.Errorf("committed %d inputs, at most the %d of the first sessions could be", n, fencedPer*2)
 	}

@@ -27,7 +27,7 @@ func (c *Consumer) txReasons(now time.Time) []string {
 	var out []string
 	if t.leftWhy != "" {
 		out = append(out, fmt.Sprintf("transactions: the member left its group at %s (%v ago): %s; "+
-			"it joins again as a new member with transactional ID %q at %s, and owns nothing meanwhile; "+
+			"it joins again as a new member with transactional ID %q (next try at %s), and owns nothing meanwhile; "+
 			"if another process uses the same transactional ID, give each its own (TransactionPolicy.ID)",
 			t.leftAt.UTC().Format(time.RFC3339), now.Sub(t.leftAt).Round(time.Second), t.leftWhy,
 			t.nextID, t.nextAt.UTC().Format(time.RFC3339)))

@@ -3,9 +3,11 @@ package consumer
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -41,18 +43,25 @@ const (
 
 // txRejoin is the poll loop's answer to t.fatal: every owned partition
 // drained and released, the group left, then a new client opened (again
-// after each failure) with its first transaction begun. It reports false
-// when ctx ended first: the poll loop then ends, t.fatal set (Run returns
-// an error wrapping ErrFenced).
+// after each failure) with its first transaction begun, and only then
+// given the consumed topics (so a client that could not begin never joins
+// the group). It reports false when ctx ended first: the poll loop then
+// ends, t.fatal set (Run returns an error wrapping ErrFenced), and the
+// shutdown leaves the group.
 func (c *Consumer) txRejoin(ctx context.Context) bool {
 	t := c.tx
 	parts := c.own.all()
-	c.drainRevoked(ctx, parts)
+	// Not cut by the shutdown: its own drain (drainOnStop) cancels the
+	// handlers within ShutdownTimeout, and this one then returns.
+	c.drainRevoked(context.WithoutCancel(ctx), parts)
 	c.own.release(parts)
 	c.growForget(parts)
+	if ctx.Err() != nil {
+		return false // the shutdown leaves the group (shutdown.go)
+	}
 	old := c.client.Load()
 	old.AllowRebalance()
-	lctx, cancel := context.WithTimeout(ctx, c.cfg.LeaveTimeout)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaveTimeout)
 	if err := old.LeaveGroupContext(lctx); err != nil {
 		c.log().Warn().Err(err).Str("group", c.cfg.Group).
 			Msg("transactional member fenced: leave group cut short; the group sees it gone at its session timeout")
@@ -63,6 +72,7 @@ func (c *Consumer) txRejoin(ctx context.Context) bool {
 	if fencedBy(t.fatal) {
 		id = fmt.Sprintf("%s-r%d-%s", c.cfg.Transactions.ID, t.rejoinCount.Load()+1, rand.Text()[:6])
 	}
+	refusedN := 0 // the new ID refused by the broker's ACLs
 	for {
 		wait := rejoinBackoff(t.rejoinN)
 		t.noteFenced(id, time.Now().Add(wait))
@@ -76,33 +86,67 @@ func (c *Consumer) txRejoin(ctx context.Context) bool {
 			return false
 		case <-time.After(wait):
 		}
-		cl, s, err := c.newTxSession(c.clientOpts(), id)
+		cl, s, cancelCl, err := c.openRejoin(ctx, id)
 		if err == nil {
-			c.swapClient(old, cl, s, id)
+			c.swapClient(old, cl, s, cancelCl, id)
 			return true
 		}
 		t.fatal = fmt.Errorf("%w: %w", ErrFenced, err)
 		t.rejoinN++
+		if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			refusedN++
+		}
+		if refusedN >= txStuckLimit && id != c.cfg.Transactions.ID {
+			// ACLs on the configured ID alone (not a prefix): join under it,
+			// fencing the other process in turn.
+			id = c.cfg.Transactions.ID
+		}
 	}
 }
 
-// swapClient makes cl (with its session s, under transactional ID id)
-// the member's group client in place of old, which it closes, and starts
-// the transactional state afresh.
-func (c *Consumer) swapClient(old, cl *kgo.Client, s *kgo.GroupTransactSession, id string) {
+// openRejoin makes the rejoining member's client under transactional ID
+// id, with no consumed topic yet, and begins its first transaction; a
+// shutdown (ctx) cuts it short.
+func (c *Consumer) openRejoin(ctx context.Context, id string) (*kgo.Client, *kgo.GroupTransactSession, context.CancelFunc, error) {
+	cctx, ccancel := context.WithCancel(c.clientCtx)
+	stop := context.AfterFunc(ctx, ccancel)
+	cl, s, err := c.newTxSession(append(c.groupOpts(), kgo.WithContext(cctx)), id)
+	if !stop() || err != nil { // ctx ended (the client's context with it), or it failed
+		ccancel()
+		if err == nil {
+			s.Close()
+			err = ctx.Err()
+		}
+		return nil, nil, nil, err
+	}
+	return cl, s, ccancel, nil
+}
+
+// swapClient makes cl (with its session s, under transactional ID id,
+// and cancelCl ending its context) the member's group client in place of
+// old, which it closes, starts the
+// transactional state afresh, and only then gives cl the consumed topics:
+// it joins the group, and its callbacks find it the member's client.
+func (c *Consumer) swapClient(old, cl *kgo.Client, s *kgo.GroupTransactSession, cancelCl context.CancelFunc, id string) {
 	t := c.tx
+	cancelOld := t.cancelCl
 	t.mu.Lock() // no record finishes into the old session from here on
 	t.sess, t.due, t.fatal, t.stuckN, t.open = s, time.Now().Add(c.cfg.CommitInterval), nil, 0, false
 	t.failed.Store(nil)
 	t.held.Store(0)
-	t.moved.Store(false)
 	t.mu.Unlock()
 	c.client.Store(cl)
 	c.flow.setClient(cl)
 	old.CloseAllowingRebalance()
 	old.AllowRebalance() // as at the shutdown (shutdown.go): Close's own leave must not wait for a poll
+	if cancelOld != nil {
+		cancelOld()
+	}
+	t.cancelCl = cancelCl
+	t.moved.Store(false) // the old client's revoke, if any came with its leave or close
 	t.rejoinCount.Add(1)
 	t.noteRejoined(id)
+	cl.AddConsumeTopics(c.cfg.Topics...)
 	c.log().Info().Str("group", c.cfg.Group).Str("transactional_id", id).Int64("rejoins", t.rejoinCount.Load()).
 		Msg("transactional member joined its group again with a new producer")
 }

@@ -60,7 +60,8 @@ type txn struct {
 	// rejoinN counts the member's rejoins since a transaction last
 	// committed (tx_rejoin.go's backoff). The poll loop's alone.
 	rejoinN     int
-	rejoinCount atomic.Int64 // rejoins ever
+	rejoinCount atomic.Int64       // rejoins ever
+	cancelCl    context.CancelFunc // ends the context of a client made by a rejoin (tx_rejoin.go); the poll loop's
 
 	committed, aborted, outputs, rewinds atomic.Int64
 	endNanos                             atomic.Int64 // time spent ending transactions that committed
@@ -101,7 +102,7 @@ func (t *txn) noteFenced(id string, next time.Time) {
 func (t *txn) noteRejoined(id string) {
 	t.whyMu.Lock()
 	defer t.whyMu.Unlock()
-	t.txID, t.leftWhy, t.beginErr = id, "", ""
+	t.txID, t.leftWhy, t.beginErr, t.inRow = id, "", "", 0
 }
 
 // refused is every output's promise: the first error makes the open
