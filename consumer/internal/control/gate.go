@@ -81,7 +81,6 @@ type Gate struct {
 	sleepers map[Key]map[any]func() // lanes waiting for a paused session's resume
 	rated    map[Key]map[any]func() // lanes waiting for a session's rate: woken early when it changes
 	res      map[string]*resource
-	starts   map[*rate.Limiter]*rate.Limiter // each token bucket's start bucket (starts.go)
 }
 
 // NewGate is the gate of group, with session the limit of every session
@@ -219,11 +218,6 @@ func (g *Gate) Admit(k Key, res string, t *Ticket, now time.Time, id any, wake f
 			return Verdict{Until: t.NotBefore}
 		}
 	}
-	if d := g.startWait(sl, rl, now); d > 0 { // its lane woke late, and another started meanwhile
-		t.NotBefore = now.Add(d)
-		g.keep(g.rated, k, id, wake)
-		return Verdict{Until: t.NotBefore}
-	}
 	return Verdict{Go: true}
 }
 
@@ -298,23 +292,21 @@ func (g *Gate) Forget(k Key, id any) {
 
 // Tidy forgets, at now, what costs memory and holds nothing: the default
 // limit's buckets of sessions that are full again, and resources with a
-// full bucket and no slot held or waited for (their start buckets full
-// too, starts.go). The next record of each
+// full bucket and no slot held or waited for. The next record of each
 // starts a fresh one, as full as the one forgotten.
 func (g *Gate) Tidy(now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for k, lim := range g.limits {
-		if s := g.settings[k]; s.Rate == 0 && g.idle(lim, now) { // a default bucket
+		if s := g.settings[k]; s.Rate == 0 && full(lim, now) { // a default bucket
 			delete(g.limits, k)
 		}
 	}
 	for name, r := range g.res {
-		if r.users == 0 && (r.lim == nil || g.idle(r.lim, now)) {
+		if r.users == 0 && (r.lim == nil || full(r.lim, now)) {
 			delete(g.res, name)
 		}
 	}
-	g.tidyStarts(now)
 }
 
 func full(lim *rate.Limiter, now time.Time) bool {

@@ -198,7 +198,11 @@ func gateModel(t *testing.T, seed uint64) {
 				if early {
 					t.Fatalf("step %d: %v admitted at %v before its token at %v", step, k, now, m.until)
 				}
-				m.admitted = append(m.admitted, now) // its start: a lane woken late starts late, and the bound holds on starts
+				at := now // the token's time: a record that waited for one has it from then
+				if !m.until.IsZero() {
+					at = m.until
+				}
+				m.admitted = append(m.admitted, at)
 				m.ticket, m.until = Ticket{}, time.Time{}
 				checkModelRate(t, step, k, m)
 			default:
