@@ -123,7 +123,7 @@ func (c *Consumer) txEnd(ctx context.Context, next bool) bool {
 	_ = t.sess.Client().Flush(ectx)
 	try := kgo.TryCommit
 	failed := t.failed.Swap(nil)
-	if n, unnamed := t.refusals.settleRefused(func(topic string) int { return c.outputLimit(ectx, topic) }); len(unnamed) > 0 {
+	if n, unnamed := t.refusals.settleRefused(func(topic string) (int, bool) { return c.outputLimit(ctx, topic) }); len(unnamed) > 0 {
 		c.log().Warn().Int("refused", n).Strs("topics", unnamed).Str("transactional_id", t.currentID()).
 			Msg("outputs refused for their size though none is larger than its topic's max.message.bytes alone: the producer's batches are; " +
 				"set kgo.ProducerBatchMaxBytes (Config.ClientOptions) at most the smallest max.message.bytes of these topics")
@@ -309,16 +309,23 @@ func (c *Consumer) finalCommit(ctx context.Context, owned []*partition) error {
 }
 
 // outputLimit is the size a batch holding one output to topic may have:
-// the smaller of the topic's max.message.bytes (Kafka's default when it
-// cannot be read) and the group client's ProducerBatchMaxBytes.
-func (c *Consumer) outputLimit(ctx context.Context, topic string) int {
+// the smaller of the topic's max.message.bytes and the group client's
+// ProducerBatchMaxBytes; ok false when the topic's could not be read
+// within limitTimeout (its own deadline: it must not eat into an End's).
+func (c *Consumer) outputLimit(ctx context.Context, topic string) (int, bool) {
 	cl := c.client.Load()
-	n, ok := maxMessageBytes(ctx, kadm.NewClient(cl), topic)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(limitTimeout, c.cfg.CommitTimeout))
+	defer cancel()
+	n, ok := maxMessageBytes(lctx, kadm.NewClient(cl), topic)
 	if !ok {
-		n = defaultMaxMessageBytes
+		return 0, false
 	}
 	if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok && int(b) < n {
 		n = int(b)
 	}
-	return n
+	return n, true
 }
+
+// limitTimeout bounds the read of an output topic's limit (once per topic,
+// after an output to it is refused for its size).
+const limitTimeout = 2 * time.Second

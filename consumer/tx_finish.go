@@ -64,6 +64,9 @@ func (c *Consumer) finishTx(w *work, done bool) {
 		done = false // rewound, or released by a revoke or a loss (a handler that outlasted its drain): its transaction aborted, a later one must not carry its outputs
 	}
 	if done && w.msg.out != nil {
+		if w.msg.out.refused != nil { // its dead-letter copy: its input is forgotten once this transaction commits
+			t.refusals.deadRefused(w.rec)
+		}
 		c.stampOutputs(w)
 		for _, r := range w.msg.out.recs {
 			t.sess.Produce(context.Background(), r, t.refused)

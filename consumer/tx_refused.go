@@ -47,9 +47,9 @@ type sizeRefusal struct {
 }
 
 type refusalCount struct {
-	n     int
-	err   error
-	taken bool
+	n    int
+	err  error
+	dead bool // its dead-letter copy went into the open transaction
 }
 
 // refusalsLimit bounds the inputs kept (those named once go first), and
@@ -74,44 +74,60 @@ func (rs *refusals) noteRefused(r *kgo.Record, err error) {
 // settleRefused names the input of each output refused for its size in
 // the ending transaction that is larger than its topic's limit on its
 // own, once every output was answered; lookup(topic) asks for a limit not
-// known yet. It returns how many were refused, and the topics of those
-// that named nothing. The poll loop's alone.
-func (rs *refusals) settleRefused(lookup func(topic string) int) (refused int, unnamed []string) {
+// known yet (ok false: it could not be read, and is asked again at the
+// next refusal). Where a topic's limit is not known, the largest output
+// refused on each of its partitions is named: the one most likely to be
+// too large alone. It returns how many were refused, and the topics of
+// those that named nothing. The poll loop's alone.
+func (rs *refusals) settleRefused(lookup func(topic string) (int, bool)) (refused int, unnamed []string) {
 	rs.mu.Lock()
 	now := rs.now
 	rs.now = nil
 	rs.mu.Unlock()
-	for _, f := range now { // lookup asks the broker: not under rs.mu
-		lim, ok := rs.limits[f.r.Topic]
-		if !ok {
-			lim = lookup(f.r.Topic)
-			if rs.limits == nil {
-				rs.limits = map[string]int{}
+	largest := map[string]sizeRefusal{} // by topic/partition, where the limit is not known
+	for _, f := range now {             // lookup asks the broker: not under rs.mu
+		lim, known := rs.limits[f.r.Topic]
+		if !known {
+			if lim, known = lookup(f.r.Topic); known {
+				if rs.limits == nil {
+					rs.limits = map[string]int{}
+				}
+				rs.limits[f.r.Topic] = lim
 			}
-			rs.limits[f.r.Topic] = lim
 		}
-		in, ok := eventid.Header(f.r, HeaderInput)
-		if !ok || parkwire.EncodedSize(f.r) <= lim {
-			if !slices.Contains(unnamed, f.r.Topic) {
-				unnamed = append(unnamed, f.r.Topic)
+		size := parkwire.EncodedSize(f.r)
+		switch {
+		case !known:
+			tp := f.r.Topic + "/" + strconv.FormatInt(int64(f.r.Partition), 10)
+			if was, ok := largest[tp]; !ok || size > parkwire.EncodedSize(was.r) {
+				largest[tp] = f
 			}
-			continue
+		case size > lim:
+			rs.name(f.r, f.err)
+		case !slices.Contains(unnamed, f.r.Topic):
+			unnamed = append(unnamed, f.r.Topic)
 		}
-		rs.name(in, f.err)
+	}
+	for _, f := range largest {
+		rs.name(f.r, f.err)
 	}
 	return len(now), unnamed
 }
 
-// name counts one more refusal of input in's outputs.
-func (rs *refusals) name(in string, err error) {
+// name counts one more refusal of the outputs of r's input.
+func (rs *refusals) name(r *kgo.Record, err error) {
+	in, ok := eventid.Header(r, HeaderInput)
+	if !ok {
+		return
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.inputs == nil {
 		rs.inputs = map[string]refusalCount{}
 	}
 	if len(rs.inputs) >= refusalsLimit {
-		for k, r := range rs.inputs {
-			if r.n < 2 {
+		for k, c := range rs.inputs {
+			if c.n < 2 {
 				delete(rs.inputs, k)
 			}
 		}
@@ -119,42 +135,50 @@ func (rs *refusals) name(in string, err error) {
 			clear(rs.inputs)
 		}
 	}
-	r := rs.inputs[in]
-	rs.inputs[in] = refusalCount{n: r.n + 1, err: err, taken: r.taken}
+	was := rs.inputs[in]
+	rs.inputs[in] = refusalCount{n: was.n + 1, err: err, dead: was.dead}
 }
 
 // takeRefused is the refusal of the input rec when it was named twice
-// (kept, marked taken, until a transaction commits), or nil.
+// (kept until the transaction holding its dead-letter copy commits), or
+// nil.
 func (rs *refusals) takeRefused(rec *kgo.Record) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if len(rs.inputs) == 0 {
 		return nil
 	}
-	in := inputName(rec)
-	r := rs.inputs[in]
-	if r.n < 2 {
-		return nil
+	if r := rs.inputs[inputName(rec)]; r.n >= 2 {
+		return r.err
 	}
-	r.taken = true
-	rs.inputs[in] = r
-	return r.err
+	return nil
+}
+
+// deadRefused notes that the dead-letter copy of the input rec, named
+// twice, went into the open transaction.
+func (rs *refusals) deadRefused(rec *kgo.Record) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	in := inputName(rec)
+	if r, ok := rs.inputs[in]; ok {
+		r.dead = true
+		rs.inputs[in] = r
+	}
 }
 
 // endedRefused is told how a transaction ended. Committed, it forgets
-// the inputs taken since the last abort: their dead-letter copies are in
-// it. Aborted, those are to be taken again (their inputs are handled
-// again).
+// the inputs whose dead-letter copies it held. Aborted, those are handled
+// again, and dead-lettered again.
 func (rs *refusals) endedRefused(committed bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for k, r := range rs.inputs {
 		switch {
-		case !r.taken:
+		case !r.dead:
 		case committed:
 			delete(rs.inputs, k)
 		default:
-			r.taken = false
+			r.dead = false
 			rs.inputs[k] = r
 		}
 	}

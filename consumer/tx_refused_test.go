@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestTransactionsOutputRefusedForever: one input's output is always too
@@ -25,14 +27,36 @@ import (
 // outputs are read once, in order, and nothing else is dead-lettered,
 // though outputs of other inputs were refused with it (batched with it).
 func TestTransactionsOutputRefusedForever(t *testing.T) {
-	t.Run("broker", func(t *testing.T) { testOutputRefusedForever(t, "65536", nil) })
-	t.Run("client", func(t *testing.T) { testOutputRefusedForever(t, "", []kgo.Opt{kgo.ProducerBatchMaxBytes(16384)}) })
+	t.Run("broker", func(t *testing.T) { testOutputRefusedForever(t, "65536", nil, nil) })
+	t.Run("client", func(t *testing.T) { testOutputRefusedForever(t, "", []kgo.Opt{kgo.ProducerBatchMaxBytes(16384)}, nil) })
+	// The topic's limit cannot be read (no DESCRIBE_CONFIGS): the largest
+	// refused output of each partition is named (found by review: a
+	// failed read was kept as Kafka's default limit, and no input was ever
+	// named).
+	t.Run("limit unreadable", func(t *testing.T) { testOutputRefusedForever(t, "65536", nil, refuseDescribeConfigs) })
+}
+
+// refuseDescribeConfigs makes the broker refuse every DescribeConfigs.
+func refuseDescribeConfigs(e *env) {
+	e.c.ControlKey(int16(kmsg.DescribeConfigs), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.DescribeConfigsRequest)
+		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, r := range req.Resources {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+			rr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil, true
+	})
 }
 
 // testOutputRefusedForever runs TestTransactionsOutputRefusedForever with
-// tx-out's max.message.bytes at limit ("": the broker's) and the group
-// client's options opts.
-func testOutputRefusedForever(t *testing.T, limit string, opts []kgo.Opt) {
+// tx-out's max.message.bytes at limit ("": the broker's), the group
+// client's options opts, and setup (nil: none) run on the broker once
+// tx-out exists.
+func testOutputRefusedForever(t *testing.T, limit string, opts []kgo.Opt, setup func(*env)) {
 	e := newEnv(t, 2, "tx-in", "dlq")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -42,6 +66,9 @@ func testOutputRefusedForever(t *testing.T, limit string, opts []kgo.Opt) {
 	}
 	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, conf, "tx-out"); err != nil {
 		t.Fatal(err) // one partition: the large output's batch carries others
+	}
+	if setup != nil {
+		setup(e)
 	}
 	sessions := sessionNames(6)
 	const per = 20

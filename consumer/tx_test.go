@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -325,23 +326,34 @@ func TestTransactionsConfig(t *testing.T) {
 // broker refuses, each time), Health says so once three have aborted in a
 // row, and the reason clears when one commits.
 func TestTransactionsHealth(t *testing.T) {
-	e := newEnv(t, 1, "tx-in", "dlq")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	limit := "2048"
-	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "tx-out"); err != nil {
-		t.Fatal(err)
-	}
+	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
 	e.produce("tx-in", sessionNames(3), 5)
+	// The broker refuses every output (an invalid record: not for its
+	// size, so no input is to blame and none is dead-lettered) while
+	// refuse is set.
 	var refuse atomic.Bool
 	refuse.Store(true)
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		v := make([]byte, 16)
-		if refuse.Load() {
-			v = make([]byte, 8192) // does not compress: too large for tx-out
-			_, _ = rand.Read(v)
+	e.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.ProduceRequest)
+		if !refuse.Load() || req.TransactionID == nil {
+			return nil, nil, false
 		}
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: v})
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: m.Record.Value})
 	})
 	cfg := e.config("g-tx-health", "tx-in")
 	cfg.Transactions = TransactionPolicy{Enabled: true}
