@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,15 +57,7 @@ func refuseDescribeConfigs(e *env) {
 // tx-out exists.
 func testOutputRefusedForever(t *testing.T, limit string, opts []kgo.Opt, setup func(*env)) {
 	e := newEnv(t, 2, "tx-in", "dlq")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	conf := map[string]*string{}
-	if limit != "" {
-		conf["max.message.bytes"] = &limit
-	}
-	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, conf, "tx-out"); err != nil {
-		t.Fatal(err) // one partition: the large output's batch carries others
-	}
+	e.limitedOut(t, 1, limit) // one partition: the large output's batch carries others
 	if setup != nil {
 		setup(e)
 	}
@@ -126,12 +117,7 @@ func testOutputRefusedForever(t *testing.T, limit string, opts []kgo.Opt, setup 
 // everything else commits, once.
 func TestTransactionsTwoRefusedOnOnePartition(t *testing.T) {
 	e := newEnv(t, 2, "tx-in", "dlq")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	limit := "65536"
-	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "tx-out"); err != nil {
-		t.Fatal(err)
-	}
+	e.limitedOut(t, 1, "65536")
 	sessions := sessionNames(6)
 	const per = 20
 	e.produce("tx-in", sessions, per)
@@ -177,12 +163,7 @@ func TestTransactionsTwoRefusedOnOnePartition(t *testing.T) {
 // is fixed; the log says what to set.
 func TestTransactionsRefusedBatchesNameNothing(t *testing.T) {
 	e := newEnv(t, 2, "tx-in", "dlq")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	limit := "65536"
-	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "tx-out"); err != nil {
-		t.Fatal(err)
-	}
+	e.limitedOut(t, 1, "65536")
 	e.produce("tx-in", sessionNames(8), 10)
 	h := HandlerFunc(func(ctx context.Context, m *Message) error {
 		_, seq := parseValue(m.Record.Value)

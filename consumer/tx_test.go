@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -228,12 +227,7 @@ func TestTransactionsExactlyOnce(t *testing.T) {
 // the next transaction (which would show them twice).
 func TestTransactionsRefusedOutput(t *testing.T) {
 	e := newEnv(t, 2, "tx-in", "dlq")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	limit := "2048"
-	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 3, 1, map[string]*string{"max.message.bytes": &limit}, "tx-out"); err != nil {
-		t.Fatal(err) // three partitions: the refused output's batch fails alone, the others' outputs are written
-	}
+	e.limitedOut(t, 3, "2048") // three partitions: the refused output's batch fails alone, the others' outputs are written
 	sessions := sessionNames(6)
 	const per, k = 20, 1
 	e.produce("tx-in", sessions, per)
@@ -328,30 +322,10 @@ func TestTransactionsConfig(t *testing.T) {
 func TestTransactionsHealth(t *testing.T) {
 	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
 	e.produce("tx-in", sessionNames(3), 5)
-	// The broker refuses every output (an invalid record: not for its
-	// size, so no input is to blame and none is dead-lettered) while
-	// refuse is set.
-	var refuse atomic.Bool
+	// The broker refuses every output (not for its size: no input is to
+	// blame, none is dead-lettered) while refuse is set.
+	refuse, _ := e.refuseWrites("tx-out")
 	refuse.Store(true)
-	e.c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kr.(*kmsg.ProduceRequest)
-		if !refuse.Load() || req.TransactionID == nil {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
 	h := HandlerFunc(func(ctx context.Context, m *Message) error {
 		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: m.Record.Value})
 	})
@@ -481,4 +455,19 @@ func committedSum(e *env, group string) int64 {
 	var sum int64
 	offs.Each(func(o kadm.OffsetResponse) { sum += max(o.At, 0) })
 	return sum
+}
+
+// limitedOut creates tx-out with partitions and max.message.bytes limit
+// ("": the broker's).
+func (e *env) limitedOut(t *testing.T, partitions int32, limit string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conf := map[string]*string{}
+	if limit != "" {
+		conf["max.message.bytes"] = &limit
+	}
+	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, partitions, 1, conf, "tx-out"); err != nil {
+		t.Fatal(err)
+	}
 }
