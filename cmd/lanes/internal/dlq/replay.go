@@ -16,7 +16,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/time/rate"
 
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
@@ -171,18 +170,25 @@ func (r *replayRun) checkTargets(ctx context.Context, out []*kgo.Record) error {
 	return nil
 }
 
-// send sends out in order, each once its token is due, saving the
-// progress as it goes; it stops between two records when ctx ends.
+// send sends out in order, saving the progress as it goes; it stops
+// between two records when ctx ends. With --rate, each record is sent at
+// least 1/rate after the one before, measured when each is sent: a late
+// wake never lets the next ones catch up (a token bucket's reservations
+// would, sending them together).
 func (r *replayRun) send(ctx context.Context, out []*kgo.Record, already string) error {
-	var lim *rate.Limiter
+	var gap time.Duration
 	if r.rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(r.rate), 1)
+		gap = time.Duration(float64(time.Second) / r.rate)
 	}
 	start, shown := time.Now(), time.Now()
 	r.lastSave = start
+	var due time.Time // when the next record may be sent
 	for _, o := range out {
-		if lim != nil && lim.Wait(ctx) != nil || ctx.Err() != nil {
+		if !waitUntil(ctx, due) {
 			return r.stopped(len(out))
+		}
+		if gap > 0 {
+			due = time.Now().Add(gap)
 		}
 		dlqPart, dlqOff := o.Partition, o.Offset
 		o.Partition, o.Offset = 0, 0
@@ -277,4 +283,18 @@ func Replay(ctx context.Context, w io.Writer, brokers []string, topic string, op
 		return err
 	}
 	return replay(ctx, w, f, all, recs, sel, "", false, false, perSecond, 5*time.Second)
+}
+
+// waitUntil waits until at, or until ctx ends (false).
+func waitUntil(ctx context.Context, at time.Time) bool {
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return ctx.Err() == nil
 }
