@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 	"github.com/lanesdev/lanes/eventid"
@@ -38,6 +39,7 @@ type refusals struct {
 	mu     sync.Mutex
 	now    []sizeRefusal
 	inputs map[string]refusalCount
+	named  atomic.Int64   // len(inputs): every record's attempt asks (takeRefused), without mu while none
 	limits map[string]int // output topic → its limit, once asked (settleRefused's alone)
 }
 
@@ -137,17 +139,18 @@ func (rs *refusals) name(r *kgo.Record, err error) {
 	}
 	was := rs.inputs[in]
 	rs.inputs[in] = refusalCount{n: was.n + 1, err: err, dead: was.dead}
+	rs.named.Store(int64(len(rs.inputs)))
 }
 
 // takeRefused is the refusal of the input rec when it was named twice
 // (kept until the transaction holding its dead-letter copy commits), or
 // nil.
 func (rs *refusals) takeRefused(rec *kgo.Record) error {
+	if rs.named.Load() == 0 {
+		return nil // the usual case: no lock per record
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if len(rs.inputs) == 0 {
-		return nil
-	}
 	if r := rs.inputs[inputName(rec)]; r.n >= 2 {
 		return r.err
 	}
@@ -182,6 +185,7 @@ func (rs *refusals) endedRefused(committed bool) {
 			rs.inputs[k] = r
 		}
 	}
+	rs.named.Store(int64(len(rs.inputs)))
 }
 
 // inputName is rec's name on its outputs (HeaderInput):
@@ -200,7 +204,7 @@ func (rs *refusals) outputsFor(rec *kgo.Record) *outputs {
 	return o
 }
 
-// judge is the outcome of an attempt that returned err: a permanent
+// judgeRefused is the outcome of an attempt that returned err: a permanent
 // failure instead of a success when the input's outputs were refused
 // for ever.
 func (o *outputs) judgeRefused(err error) error {
