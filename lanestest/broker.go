@@ -49,6 +49,11 @@ func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 // Embedded reports whether the broker runs in this process (kfake).
 func (b *Broker) Embedded() bool { return b.cluster != nil }
 
+// Fake returns the embedded kfake cluster (nil for a connected cluster):
+// a test injects faults through its ControlKey, or makes it answer as
+// Kafka does where kfake does not.
+func (b *Broker) Fake() *kfake.Cluster { return b.cluster }
+
 // Client returns a franz-go client seeded with the broker's addresses, with
 // the options given to ConnectBroker and then opts; the caller closes it.
 func (b *Broker) Client(opts ...kgo.Opt) (*kgo.Client, error) {
