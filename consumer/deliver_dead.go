@@ -3,12 +3,16 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 	"github.com/lanesdev/lanes/tracing"
 )
 
@@ -45,13 +49,8 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 		return false // skipped as stalled: the skipper wrote its copy
 	}
 	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
-	if c.tx != nil { // its copy is its only output, committed with its offset (tx.go: finish)
-		m.out.recs = append(m.out.recs[:0], rec)
-		c.stats.deadLettered(reason)
-		l := c.recordLog(span, w)
-		l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
-			Msg("record dead-lettered (in the transaction that commits its offset)")
-		return true
+	if c.tx != nil {
+		return c.deadLetterTx(w, m, rec, cause, reason, span)
 	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
@@ -80,6 +79,40 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 			return false
 		}
 	}
+}
+
+// deadLetterTx makes rec, w's dead-letter copy, its input's only output,
+// committed with its offset (tx_finish.go). A copy larger than the
+// dead-letter topic takes (its max.message.bytes, read at Run, or the
+// group client's ProducerBatchMaxBytes) would be refused at every commit,
+// aborting every transaction of the member: it holds its partition
+// instead, as a copy that cannot be written does without transactions,
+// until the partition is given up (an operator raises the limit and
+// restarts, or filters the record out: docs/consumer.md). The size is
+// bounded from above: a copy within about a hundred bytes of the limit
+// may be held though it would fit.
+func (c *Consumer) deadLetterTx(w *work, m *Message, rec *kgo.Record, cause error, reason Reason, span trace.Span) bool {
+	limit := c.dlq.limit
+	if b, ok := c.client.Load().OptValue(kgo.ProducerBatchMaxBytes).(int32); ok {
+		limit = min(limit, int(b))
+	}
+	if size := parkwire.EncodedSize(rec); size > limit {
+		err := fmt.Errorf("dead-letter copy of %d bytes is larger than %s takes, %d bytes (its max.message.bytes or kgo.ProducerBatchMaxBytes): %w",
+			size, c.cfg.DeadLetterTopic, limit, kerr.MessageTooLarge)
+		for !w.p.isFenced() {
+			if !w.p.waitRetry(w.seq, c.reportDLQFailure(w, span, err)) {
+				return false // given up, or skipped as stalled, meanwhile
+			}
+		}
+		c.dlqGivenUp(w, span, err)
+		return false
+	}
+	m.out.recs = append(m.out.recs[:0], rec)
+	c.stats.deadLettered(reason)
+	l := c.recordLog(span, w)
+	l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
+		Msg("record dead-lettered (in the transaction that commits its offset)")
+	return true
 }
 
 // dlqGivenUp reports a failed DLQ write of w's record whose partition is

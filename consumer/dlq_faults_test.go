@@ -5,10 +5,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,6 +30,44 @@ func (e *env) createTopic(topic, maxMessageBytes string) {
 	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
 		e.t.Fatalf("create %s: %v", topic, err)
 	}
+}
+
+// limitWrites makes kfake refuse, as Kafka does, a batch to topic larger
+// than limit (its max.message.bytes; kfake keeps the config but does not
+// enforce it), with MESSAGE_TOO_LARGE, counting the refusals. Only a
+// produce request to topic alone is answered here (one that writes other
+// topics too goes through whole).
+func (e *env) limitWrites(topic string, limit int) *atomic.Int64 {
+	names := e.topicNames()
+	refused := new(atomic.Int64)
+	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		over := false
+		for _, rt := range req.Topics {
+			if rt.Topic != topic && names[rt.TopicID] != topic {
+				return nil, nil, false
+			}
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if len(rp.Records) > limit {
+					sp.ErrorCode, over = kerr.MessageTooLarge.Code, true
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		if !over {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		return resp, nil, true
+	})
+	return refused
 }
 
 // produceSized writes one record of session s with a value of n bytes that

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -183,5 +184,62 @@ func TestTransactionsRefusedBatchesNameNothing(t *testing.T) {
 	_ = stop()
 	if n := c.Stats().DeadLettered; n != 0 {
 		t.Errorf("%d inputs dead-lettered, though each output fits its topic alone", n)
+	}
+}
+
+// TestTransactionsDeadLetterTooLarge: with transactions, a record whose
+// dead-letter copy is larger than the dead-letter topic takes holds its
+// partition, as without them (TestDLQCopyTooLargeHoldsPartition): the
+// other inputs' outputs commit, Stats and Health name the copy, and the
+// shutdown names it unfinished. Before, the copy went into the
+// transaction, the broker refused it at every commit, and every
+// transaction of the member aborted.
+func TestTransactionsDeadLetterTooLarge(t *testing.T) {
+	e := newEnv(t, 1, "tx-in", "tx-out")
+	e.createTopic("dlq", "5000")
+	limited := e.limitWrites("dlq", 5000)
+	e.produceSized("tx-in", "big", 8000) // offset 0
+	sessions := sessionNames(4)
+	const per = 10
+	e.produce("tx-in", sessions, per)
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		if m.SessionID == "big" {
+			return Permanent(errors.New("cannot parse"))
+		}
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
+	})
+	cfg := e.config("g-tx-dlq-large", "tx-in")
+	cfg.Transactions = TransactionPolicy{Enabled: true}
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	waitFor(t, "the copy held and every other input's output in a committed transaction", func() bool {
+		st := c.Stats()
+		return st.DeadLetterBlocked == 1 && st.Transactions.Outputs >= int64(per*len(sessions)) && st.Transactions.Committed > 0
+	}, func() string {
+		st := c.Stats()
+		return fmt.Sprintf("blocked %d; %+v", st.DeadLetterBlocked, st.Transactions)
+	})
+	ps := c.Stats().Partitions[0]
+	if ps.DeadLetterBlockedAt != 0 || !strings.Contains(ps.DeadLetterError, "MESSAGE_TOO_LARGE") || ps.Watermark != 0 {
+		t.Errorf("partition stats %+v: want the copy of offset 0 held with MESSAGE_TOO_LARGE, watermark 0", ps)
+	}
+	if r := strings.Join(c.Health().Reasons, "\n"); !strings.Contains(r, "dead-letter writes failing") || !strings.Contains(r, "larger than dlq takes") {
+		t.Errorf("Health reasons %q: want the held copy named", r)
+	}
+	err = stop()
+	if !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "MESSAGE_TOO_LARGE") {
+		t.Errorf("Run: %v; want ErrUnfinished naming the copy that cannot be written", err)
+	}
+	st := c.Stats()
+	t.Logf("%+v; limit refusals %d", st.Transactions, limited.Load())
+	if st.Transactions.Aborted > 0 || limited.Load() > 0 {
+		t.Errorf("%d transactions aborted, %d writes to dlq refused: the copy went into a transaction", st.Transactions.Aborted, limited.Load())
+	}
+	checkOutputs(t, readOutputs(t, e, "tx-out", true), sessions, per, 1, nil)
+	if o := committedSum(e, "g-tx-dlq-large"); o != 0 {
+		t.Errorf("committed %d: the held record at offset 0 must hold the partition's commit", o)
 	}
 }
