@@ -34,40 +34,14 @@ func (e *env) createTopic(topic, maxMessageBytes string) {
 
 // limitWrites makes kfake refuse, as Kafka does, a batch to topic larger
 // than limit (its max.message.bytes; kfake keeps the config but does not
-// enforce it), with MESSAGE_TOO_LARGE, counting the refusals. Only a
-// produce request to topic alone is answered here (one that writes other
-// topics too goes through whole).
+// enforce it), with MESSAGE_TOO_LARGE, counting the refusals.
 func (e *env) limitWrites(topic string, limit int) *atomic.Int64 {
-	names := e.topicNames()
-	refused := new(atomic.Int64)
-	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kreq.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		over := false
-		for _, rt := range req.Topics {
-			if rt.Topic != topic && names[rt.TopicID] != topic {
-				return nil, nil, false
-			}
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				if len(rp.Records) > limit {
-					sp.ErrorCode, over = kerr.MessageTooLarge.Code, true
-				}
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+	return e.answerProduce(topic, func(batch []byte) int16 {
+		if len(batch) > limit {
+			return kerr.MessageTooLarge.Code
 		}
-		if !over {
-			return nil, nil, false
-		}
-		refused.Add(1)
-		return resp, nil, true
+		return 0
 	})
-	return refused
 }
 
 // produceSized writes one record of session s with a value of n bytes that

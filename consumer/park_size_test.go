@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
@@ -199,30 +198,12 @@ func parkWriteError(c *Consumer) string {
 // refuseWrites answers the produce requests to topic with
 // TOPIC_AUTHORIZATION_FAILED while on is set, counting them in refused.
 func (e *env) refuseWrites(topic string) (on *atomic.Bool, refused *atomic.Int64) {
-	names := e.topicNames()
-	on, refused = new(atomic.Bool), new(atomic.Int64)
-	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kreq.(*kmsg.ProduceRequest)
-		if !on.Load() {
-			return nil, nil, false
+	on = new(atomic.Bool)
+	refused = e.answerProduce(topic, func([]byte) int16 {
+		if on.Load() {
+			return kerr.TopicAuthorizationFailed.Code
 		}
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			if rt.Topic != topic && names[rt.TopicID] != topic {
-				return nil, nil, false
-			}
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		refused.Add(1)
-		return resp, nil, true
+		return 0
 	})
 	return on, refused
 }

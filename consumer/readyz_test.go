@@ -55,15 +55,28 @@ func (e *env) topicNames() map[[16]byte]string {
 // failProduce answers every produce request to topic with code while the
 // returned switch is on.
 func (e *env) failProduce(topic string, code int16) *atomic.Bool {
-	names := e.topicNames()
 	var on atomic.Bool
+	e.answerProduce(topic, func([]byte) int16 {
+		if on.Load() {
+			return code
+		}
+		return 0
+	})
+	return &on
+}
+
+// answerProduce answers a produce request to topic alone (one that writes
+// other topics too goes through whole) when code gives an error code
+// other than 0 for one of its batches: each batch with its code. It counts
+// the requests it answered.
+func (e *env) answerProduce(topic string, code func(batch []byte) int16) *atomic.Int64 {
+	names := e.topicNames()
+	answered := new(atomic.Int64)
 	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		e.c.KeepControl()
 		req := kreq.(*kmsg.ProduceRequest)
-		if !on.Load() {
-			return nil, nil, false
-		}
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		failed := false
 		for _, rt := range req.Topics {
 			if rt.Topic != topic && names[rt.TopicID] != topic {
 				return nil, nil, false
@@ -72,14 +85,19 @@ func (e *env) failProduce(topic string, code int16) *atomic.Bool {
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, code
+				sp.Partition, sp.ErrorCode = rp.Partition, code(rp.Records)
+				failed = failed || sp.ErrorCode != 0
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
+		if !failed {
+			return nil, nil, false
+		}
+		answered.Add(1)
 		return resp, nil, true
 	})
-	return &on
+	return answered
 }
 
 // failCommits answers the commits of member() that cover only topic with
