@@ -34,13 +34,15 @@ func (c *Consumer) deadLetterTraced(w *work, err error, reason Reason, span trac
 }
 
 // deadLetter writes w's record to the DLQ and, once the broker acknowledged
-// it, marks it done. It holds the record's claim, so the stall skipper
-// never writes a second copy; a record the skipper finished first is left
-// alone (false). A failed write is retried for as long as the partition is
-// ours: progress is never bought with data. A retriable failure is retried
-// with backoff; one that is not holds the partition, reported in Stats and
-// the log, and is tried again every Retry.MaxInterval, until an operator
-// acts (a dead-letter copy that cannot be written, in
+// it, marks it done; with transactions, its copy becomes its input's only
+// output instead, committed with its offset (tx_finish.go). It holds the
+// record's claim, so the stall skipper never writes a second copy; a
+// record the skipper finished first is left alone (false). A failed write
+// is retried for as long as the partition is ours: progress is never
+// bought with data. A retriable failure is retried with backoff; one that
+// is not holds the partition, reported in Stats and the log, and is tried
+// again every Retry.MaxInterval, until an operator acts (a dead-letter
+// copy that cannot be written, in
 // https://github.com/lanesdev/lanes/blob/main/docs/consumer.md).
 func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, span trace.Span) bool {
 	w.claim.Lock()
@@ -49,22 +51,28 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 		return false // skipped as stalled: the skipper wrote its copy
 	}
 	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
-	if c.tx != nil {
-		return c.deadLetterTx(w, m, rec, cause, reason, span)
-	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
 	bo.MaxInterval = c.cfg.Retry.MaxInterval
 	bo.MaxElapsedTime = 0
 	for {
-		ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
-		err := c.dlq.write(ctx, rec)
-		cancel()
+		var err error
+		if c.tx != nil { // its only output, committed with its offset (tx_finish.go)
+			if err = c.fitsDead(rec); err == nil {
+				m.out.recs = append(m.out.recs[:0], rec)
+			}
+		} else {
+			ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
+			if err = c.dlq.write(ctx, rec); err == nil {
+				w.p.markDone(w.seq) // also clears the partition's record of failed writes
+			}
+			cancel()
+		}
 		if err == nil {
-			w.p.markDone(w.seq) // also clears the partition's record of failed writes
 			c.stats.deadLettered(reason)
 			l := c.recordLog(span, w)
-			l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Msg("record dead-lettered")
+			l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Bool("in_transaction", c.tx != nil).
+				Msg("record dead-lettered")
 			return true
 		}
 		if w.p.isFenced() {
@@ -81,38 +89,24 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 	}
 }
 
-// deadLetterTx makes rec, w's dead-letter copy, its input's only output,
-// committed with its offset (tx_finish.go). A copy larger than the
-// dead-letter topic takes (its max.message.bytes, read at Run, or the
-// group client's ProducerBatchMaxBytes) would be refused at every commit,
-// aborting every transaction of the member: it holds its partition
-// instead, as a copy that cannot be written does without transactions,
-// until the partition is given up (an operator raises the limit and
-// restarts, or filters the record out: docs/consumer.md). The size is
-// bounded from above: a copy within about a hundred bytes of the limit
-// may be held though it would fit.
-func (c *Consumer) deadLetterTx(w *work, m *Message, rec *kgo.Record, cause error, reason Reason, span trace.Span) bool {
+// fitsDead refuses rec, a dead-letter copy to go into a transaction, when
+// it is larger than the dead-letter topic takes (its max.message.bytes,
+// read at Run, or the group client's ProducerBatchMaxBytes): the broker
+// would refuse it at every commit, aborting every transaction of the
+// member. Refused here (MESSAGE_TOO_LARGE, not retriable), it holds its
+// partition as without transactions. The size is bounded from above: a
+// copy within about a hundred bytes of the limit may be held though it
+// would fit.
+func (c *Consumer) fitsDead(rec *kgo.Record) error {
 	limit := c.dlq.limit
 	if b, ok := c.client.Load().OptValue(kgo.ProducerBatchMaxBytes).(int32); ok {
 		limit = min(limit, int(b))
 	}
 	if size := parkwire.EncodedSize(rec); size > limit {
-		err := fmt.Errorf("dead-letter copy of %d bytes is larger than %s takes, %d bytes (its max.message.bytes or kgo.ProducerBatchMaxBytes): %w",
+		return fmt.Errorf("dead-letter copy of %d bytes is larger than %s takes, %d bytes (its max.message.bytes or kgo.ProducerBatchMaxBytes): %w",
 			size, c.cfg.DeadLetterTopic, limit, kerr.MessageTooLarge)
-		for !w.p.isFenced() {
-			if !w.p.waitRetry(w.seq, c.reportDLQFailure(w, span, err)) {
-				return false // given up, or skipped as stalled, meanwhile
-			}
-		}
-		c.dlqGivenUp(w, span, err)
-		return false
 	}
-	m.out.recs = append(m.out.recs[:0], rec)
-	c.stats.deadLettered(reason)
-	l := c.recordLog(span, w)
-	l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).
-		Msg("record dead-lettered (in the transaction that commits its offset)")
-	return true
+	return nil
 }
 
 // dlqGivenUp reports a failed DLQ write of w's record whose partition is
