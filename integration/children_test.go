@@ -45,6 +45,13 @@ const childReadyFD = 3
 func newChildren(t *testing.T, brokers []string, group, topic, dlq string) *children {
 	t.Helper()
 	dir := t.TempDir()
+	if keep := os.Getenv("LANES_CHILD_LOGS"); keep != "" { // keep the children's files (logs, calls) after the run
+		var err error
+		if dir, err = os.MkdirTemp(keep, group+"-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("children's files in %s", dir)
+	}
 	ch := &children{t: t, dir: dir, procs: map[string]*exec.Cmd{}, ready: map[string]chan struct{}{},
 		killed: map[string]time.Time{},
 		calls:  &callFiles{dir: dir, read: map[string]int64{}},

@@ -2,13 +2,10 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,89 +49,47 @@ func TestParkCrash(t *testing.T) {
 	const per = 100
 	start := time.Now()
 	c.produce(t, topic, sessions, per, l)
-	dir := t.TempDir()
-	if keep := os.Getenv("LANES_CHILD_LOGS"); keep != "" { // keep the children's files (logs, calls) after the run
-		var err error
-		if dir, err = os.MkdirTemp(keep, "park-crash-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("children's files in %s", dir)
-	}
-	gate := filepath.Join(dir, "gate")
-	calls := &callFiles{dir: dir, read: map[string]int64{}}
-	n := 0
-	spawn := func() *exec.Cmd {
-		n++
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "LANES_HELPER=consumer", "LANES_MEMBER="+fmt.Sprintf("p%d", n),
-			"LANES_CALLS_FILE="+filepath.Join(dir, fmt.Sprintf("calls-%d.jsonl", n)),
-			"LANES_CHILD_BROKERS="+strings.Join(c.brokers, ","), "LANES_GROUP="+groupName("park-crash"),
-			"LANES_TOPIC="+topic, "LANES_DLQ="+dlq, "LANES_PARK=1", "LANES_STUCK="+strings.Join(stuck, ","), "LANES_GATE="+gate)
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("child-%d.log", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer logf.Close()
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	procs := []*exec.Cmd{spawn(), spawn()}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(dir, "child-*.log"))
-			for _, name := range logs {
-				b, _ := os.ReadFile(name)
-				if len(b) > 12000 {
-					b = b[len(b)-12000:]
-				}
-				t.Logf("%s (tail):\n%s", filepath.Base(name), b)
-			}
-		}
-	})
+	group := groupName("park-crash")
+	ch := newChildren(t, c.brokers, group, topic, dlq)
+	gate := filepath.Join(ch.dir, "gate")
+	env := []string{"LANES_PARK=1", "LANES_STUCK=" + strings.Join(stuck, ","), "LANES_GATE=" + gate}
+	procs := []string{ch.spawn(env...), ch.spawn(env...)}
+	ghosts := func() { ch.ghosts(c, group) } // a child killed while its JoinGroup waited: kfake keeps it
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	total := len(sessions) * per
 	rest := total - len(stuck)*per
-	for kills := 0; kills < 4 && calls.load(t, l) < rest; kills++ {
-		waitProgress(t, calls, l, 100, rest)
+	for kills := 0; kills < 4 && ch.calls.load(t, l) < rest; kills++ {
+		waitProgress(t, ch.calls, l, 100, rest, ghosts)
 		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond) // a random point to kill at
 		k := rng.IntN(len(procs))
-		_ = procs[k].Process.Kill() // SIGKILL: no drain, no commit, no leave
-		_ = procs[k].Wait()
-		procs[k] = spawn()
+		ch.kill(procs[k]) // SIGKILL: no drain, no commit, no leave
+		procs[k] = ch.spawn(env...)
 	}
-	waitLoaded(t, calls, l, rest, 5*time.Minute) // the others finish while the stuck sessions are parked
-	if got := calls.load(t, l); got != rest {
+	waitLoaded(t, ch.calls, l, rest, 5*time.Minute, ghosts) // the others finish while the stuck sessions are parked
+	if got := ch.calls.load(t, l); got != rest {
 		t.Fatalf("%d accounted while the stuck sessions fail; want %d", got, rest)
 	}
 	// One more kill while they are parked: the next owner rebuilds them.
-	_ = procs[0].Process.Kill()
-	_ = procs[0].Wait()
-	procs[0] = spawn()
+	ch.kill(procs[0])
+	procs[0] = ch.spawn(env...)
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitLoaded(t, calls, l, total, 5*time.Minute)
+	waitLoaded(t, ch.calls, l, total, 5*time.Minute, ghosts)
 	for _, p := range procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
-		if err := p.Wait(); err != nil {
+		if err := ch.term(p); err != nil {
 			t.Errorf("child exit: %v", err)
 		}
 	}
-	calls.load(t, l)
+	ch.calls.load(t, l)
 	c.readDLQ(t, dlq, l)
-	t.Logf("%d consumer processes", n)
+	t.Logf("%d consumer processes, %d members of killed processes removed from the group (kfake kept them)", ch.n, ch.reaped)
 	assertClean(t, c, l.Report(), time.Since(start), true)
 }
 
-// waitLoaded waits until the children's calls account for n messages.
-func waitLoaded(t *testing.T, calls *callFiles, l *lanestest.Ledger, n int, limit time.Duration) {
+// waitLoaded waits until the children's calls account for n messages,
+// calling each of each at every look.
+func waitLoaded(t *testing.T, calls *callFiles, l *lanestest.Ledger, n int, limit time.Duration, each ...func()) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for calls.load(t, l) < n {
@@ -145,6 +100,9 @@ func waitLoaded(t *testing.T, calls *callFiles, l *lanestest.Ledger, n int, limi
 				t.Log(d)
 			}
 			t.Fatalf("timed out: %d of %d finished", l.Accounted(), n)
+		}
+		for _, f := range each {
+			f()
 		}
 		time.Sleep(200 * time.Millisecond) // the children report through files: poll them
 	}
