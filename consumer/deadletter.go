@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lanesdev/lanes/consumer/internal/clip"
+	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 )
 
 // deadLetters writes dead-letter copies through a client of its own (a
@@ -20,7 +21,7 @@ import (
 // starts.
 type deadLetters struct {
 	topic  string
-	limit  int // max.message.bytes of the topic
+	limit  int // max.message.bytes of the topic (with transactions, at most the group client's ProducerBatchMaxBytes: its copies go through it)
 	client *kgo.Client
 }
 
@@ -65,9 +66,7 @@ func maxMessageBytes(ctx context.Context, admin *kadm.Client, topic string) (n i
 }
 
 // record builds the dead-letter copy of r: same key, value and headers,
-// plus the lanes-dlq-* headers. The error text is cut to clip.MaxError,
-// and further so the copy fits the topic's limit when the original is
-// close to it.
+// plus the lanes-dlq-* headers; its error text cut to fit (fit).
 func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attempts int) *kgo.Record {
 	h := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
 	h = append(h, r.Headers...)
@@ -78,13 +77,28 @@ func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attem
 		kgo.RecordHeader{Key: HeaderDLQAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
 		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
 	)
-	size := len(r.Key) + len(r.Value) + recordOverhead + len(HeaderDLQError)
-	for _, x := range h {
-		size += len(x.Key) + len(x.Value)
+	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(errText)})
+	rec := &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
+	d.fit(rec)
+	return rec
+}
+
+// fit cuts the error text of rec, a copy record made, to clip.MaxError,
+// and further so that rec fits d.limit as parkwire.EncodedSize bounds a
+// batch holding it; again after headers were added to rec (a
+// transaction's stamps, tx_finish.go), it makes room for them.
+func (d *deadLetters) fit(rec *kgo.Record) {
+	i := len(rec.Headers) - 1 // record's own is the last (an original may carry a copy's headers: a replayed dead letter)
+	for i >= 0 && rec.Headers[i].Key != HeaderDLQError {
+		i--
 	}
-	room := min(clip.MaxError, max(d.limit-size, 0))
-	h = append(h, kgo.RecordHeader{Key: HeaderDLQError, Value: []byte(clip.UTF8(errText, room))})
-	return &kgo.Record{Topic: d.topic, Key: r.Key, Value: r.Value, Headers: h}
+	if i < 0 {
+		return
+	}
+	text := rec.Headers[i].Value
+	rec.Headers[i].Value = nil
+	room := min(clip.MaxError, max(d.limit-parkwire.EncodedSize(rec), 0))
+	rec.Headers[i].Value = []byte(clip.UTF8(string(text), room))
 }
 
 // write produces a copy of rec and waits for the broker's

@@ -4,7 +4,8 @@ package consumer
 
 // Kafka's default max.message.bytes, the DLQ limit when the topic's own
 // cannot be read; recordOverhead is a generous bound on what a record batch
-// holding one record adds to its key, value and headers.
+// holding one record adds to its key, value and headers (a DLQ topic's
+// limit read at or below it is not taken).
 const (
 	defaultMaxMessageBytes = 1048588
 	recordOverhead         = 512

@@ -58,8 +58,11 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 	for {
 		var err error
 		if c.tx != nil { // its only output, committed with its offset (tx_finish.go)
-			if err = c.fitsDead(rec); err == nil {
-				m.out.recs = append(m.out.recs[:0], rec)
+			m.out.recs = append(m.out.recs[:0], rec)
+			c.stampOutputs(w) // as every output: the error text is cut to make room for the stamps
+			c.dlq.fit(rec)
+			if err = c.fitsDead(w.rec, rec); err != nil {
+				m.out.recs = m.out.recs[:0]
 			}
 		} else {
 			ctx, cancel := context.WithTimeout(w.p.attempts, c.cfg.CommitTimeout)
@@ -89,22 +92,25 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 	}
 }
 
-// fitsDead refuses rec, a dead-letter copy to go into a transaction, when
-// it is larger than the dead-letter topic takes (its max.message.bytes,
-// read at Run, or the group client's ProducerBatchMaxBytes): the broker
-// would refuse it at every commit, aborting every transaction of the
-// member. Refused here (MESSAGE_TOO_LARGE, not retriable), it holds its
-// partition as without transactions. The size is bounded from above: a
-// copy within about a hundred bytes of the limit may be held though it
-// would fit.
-func (c *Consumer) fitsDead(rec *kgo.Record) error {
-	limit := c.dlq.limit
-	if b, ok := c.client.Load().OptValue(kgo.ProducerBatchMaxBytes).(int32); ok {
-		limit = min(limit, int(b))
-	}
-	if size := parkwire.EncodedSize(rec); size > limit {
+// fitsDead refuses rec, the dead-letter copy of in, to go into a
+// transaction when it is larger than the dead-letter topic takes (its
+// max.message.bytes read at Run, at most the group client's
+// ProducerBatchMaxBytes: c.dlq.limit), or when the broker refused it for
+// its size once already (a limit not read, or lowered, since Run): the
+// broker would refuse it at every commit, aborting every transaction of
+// the member. Refused here (MESSAGE_TOO_LARGE, not retriable), it holds
+// its partition as without transactions. A copy's error text is cut to
+// fit the limit with its stamps (deadLetters.fit): only a record whose
+// key, value and headers alone come within some tens of bytes of it
+// (parkwire.EncodedSize's bound) may be held though it would fit.
+func (c *Consumer) fitsDead(in, rec *kgo.Record) error {
+	if size := parkwire.EncodedSize(rec); size > c.dlq.limit {
 		return fmt.Errorf("dead-letter copy of %d bytes is larger than %s takes, %d bytes (its max.message.bytes or kgo.ProducerBatchMaxBytes): %w",
-			size, c.cfg.DeadLetterTopic, limit, kerr.MessageTooLarge)
+			size, c.cfg.DeadLetterTopic, c.dlq.limit, kerr.MessageTooLarge)
+	}
+	if err := c.tx.refusals.deadTooLarge(in); err != nil {
+		return fmt.Errorf("dead-letter copy of %d bytes refused by the broker for its size (%s's max.message.bytes could not be read at Run, or was lowered since: let the consumer read it, DESCRIBE_CONFIGS, and restart): %w",
+			parkwire.EncodedSize(rec), c.cfg.DeadLetterTopic, err)
 	}
 	return nil
 }

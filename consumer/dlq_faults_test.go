@@ -5,12 +5,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,18 +28,6 @@ func (e *env) createTopic(topic, maxMessageBytes string) {
 	if _, err := kadm.NewClient(e.client()).CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
 		e.t.Fatalf("create %s: %v", topic, err)
 	}
-}
-
-// limitWrites makes kfake refuse, as Kafka does, a batch to topic larger
-// than limit (its max.message.bytes; kfake keeps the config but does not
-// enforce it), with MESSAGE_TOO_LARGE, counting the refusals.
-func (e *env) limitWrites(topic string, limit int) *atomic.Int64 {
-	return e.answerProduce(topic, func(batch []byte) int16 {
-		if len(batch) > limit {
-			return kerr.MessageTooLarge.Code
-		}
-		return 0
-	})
 }
 
 // produceSized writes one record of session s with a value of n bytes that

@@ -66,6 +66,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 			cl.Close()
 			return err
 		}
+		if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok && c.tx != nil {
+			c.dlq.limit = min(c.dlq.limit, int(b)) // its copies go through the group client (deliver_dead.go: fitsDead)
+		}
 	}
 
 	if c.ctlLog != nil {

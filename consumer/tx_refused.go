@@ -28,7 +28,9 @@ import (
 // its record goes the way of any permanent failure: to the dead-letter
 // topic, in the transaction that commits its offset; it is forgotten once
 // a transaction commits after it was taken. Two aborts, then the member
-// goes on. Outputs refused while none is over its limit (batches larger
+// goes on. A dead-letter copy refused for its size (its topic's limit
+// lowered, or not read, at Run) is not sent again: once named, its input
+// holds its partition as a copy that cannot be written does. Outputs refused while none is over its limit (batches larger
 // than the topic takes: ProducerBatchMaxBytes above its max.message.bytes)
 // name nothing: txEnd says what to set.
 
@@ -51,7 +53,8 @@ type sizeRefusal struct {
 type refusalCount struct {
 	n    int
 	err  error
-	dead bool // its dead-letter copy went into the open transaction
+	dead bool  // its dead-letter copy went into the open transaction
+	big  error // its dead-letter copy was refused for its size: it holds its partition (fitsDead)
 }
 
 // refusalsLimit bounds the inputs kept (those named once go first), and
@@ -138,8 +141,24 @@ func (rs *refusals) name(r *kgo.Record, err error) {
 		}
 	}
 	was := rs.inputs[in]
-	rs.inputs[in] = refusalCount{n: was.n + 1, err: err, dead: was.dead}
+	if _, copied := eventid.Header(r, HeaderDLQReason); copied { // its dead-letter copy: made the same again, never to be sent again
+		was.big = err
+		rs.inputs[in] = was
+	} else {
+		rs.inputs[in] = refusalCount{n: was.n + 1, err: err, dead: was.dead, big: was.big}
+	}
 	rs.named.Store(int64(len(rs.inputs)))
+}
+
+// deadTooLarge is the refusal of the dead-letter copy of the input rec
+// for its size, or nil.
+func (rs *refusals) deadTooLarge(rec *kgo.Record) error {
+	if rs.named.Load() == 0 {
+		return nil
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.inputs[inputName(rec)].big
 }
 
 // takeRefused is the refusal of the input rec when it was named twice

@@ -191,13 +191,19 @@ func TestExactlyOnceFencedRejoins(t *testing.T) {
 	})
 
 	var stale atomic.Int64 // m1's EndTxn after it was fenced (kfake)
+	intruderEpoch := func(int16) {}
 	if f := c.Fake(); f != nil {
-		kafkaFences(f, cfg1.Transactions.ID, &stale)
+		intruderEpoch = kafkaFences(f, cfg1.Transactions.ID, &stale)
 	}
 	intruder := c.client(t, kgo.TransactionalID(cfg1.Transactions.ID))
 	if err := intruder.BeginTransaction(); err != nil { // initialises a producer under m1's ID: m1's is fenced
 		t.Fatal(err)
 	}
+	_, epoch, err := intruder.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruderEpoch(epoch)
 	if err := intruder.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
@@ -280,17 +286,19 @@ func TestCrashExactlyOnce(t *testing.T) {
 // kafkaFences makes kfake fence as Kafka does the producer of
 // transactional ID id once another process took the ID (initialised a
 // producer under it, epoch -1): Kafka refuses the old producer's EndTxn
-// (PRODUCER_FENCED: its epoch is not the ID's, and no transaction of the
-// ID just ended for it to be a retry of). kfake takes an EndTxn
-// whose epoch is one behind, with no transaction open, for a retry of an
-// EndTxn that went through, and answers it with the new epoch: a member
-// that ended an empty transaction (a rebalance's abort) just after the
-// intruder came took the intruder's epoch and was never fenced (3 runs in
-// 34 under -race). The intruder here ends nothing (it sends no EndTxn:
-// nothing produced), so every EndTxn for id after its init is the old
-// producer's; n counts them.
-func kafkaFences(f *kfake.Cluster, id string, n *atomic.Int64) {
+// (PRODUCER_FENCED: after an init the ID's state is Empty, where the epoch
+// must be equal; no transaction of the ID just ended for it to be a retry
+// of). kfake takes an EndTxn whose epoch is one behind, with no
+// transaction open, for a retry of an EndTxn that went through, and
+// answers it with the new epoch: a member that aborted a transaction with
+// nothing produced just after the intruder came took the intruder's epoch
+// and was never fenced (3 runs in 34 under -race). Refused: an EndTxn for
+// id below the intruder's epoch (told through the returned func), or any
+// until it is told (the intruder sends none: it produces nothing); n
+// counts them.
+func kafkaFences(f *kfake.Cluster, id string, n *atomic.Int64) (intruderEpoch func(int16)) {
 	var taken atomic.Bool
+	var epoch atomic.Int32 // the intruder's, +1; 0 until told
 	f.ControlKey(int16(kmsg.InitProducerID), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		f.KeepControl()
 		if req := kr.(*kmsg.InitProducerIDRequest); req.TransactionalID != nil && *req.TransactionalID == id && req.ProducerEpoch < 0 {
@@ -301,7 +309,7 @@ func kafkaFences(f *kfake.Cluster, id string, n *atomic.Int64) {
 	f.ControlKey(int16(kmsg.EndTxn), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		f.KeepControl()
 		req := kr.(*kmsg.EndTxnRequest)
-		if req.TransactionalID != id || !taken.Load() {
+		if e := epoch.Load(); req.TransactionalID != id || !taken.Load() || e > 0 && int32(req.ProducerEpoch) >= e-1 {
 			return nil, nil, false
 		}
 		n.Add(1)
@@ -309,4 +317,5 @@ func kafkaFences(f *kfake.Cluster, id string, n *atomic.Int64) {
 		resp.ErrorCode = kerr.ProducerFenced.Code
 		return resp, nil, true
 	})
+	return func(e int16) { epoch.Store(int32(e) + 1) }
 }

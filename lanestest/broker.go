@@ -51,7 +51,9 @@ func (b *Broker) Embedded() bool { return b.cluster != nil }
 
 // Fake returns the embedded kfake cluster (nil for a connected cluster):
 // a test injects faults through its ControlKey, or makes it answer as
-// Kafka does where kfake does not.
+// Kafka does where kfake does not. kfake has no tagged version: its API
+// changes with the version lanestest is built with, outside lanestest's
+// own compatibility.
 func (b *Broker) Fake() *kfake.Cluster { return b.cluster }
 
 // Client returns a franz-go client seeded with the broker's addresses, with
