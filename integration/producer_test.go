@@ -16,9 +16,6 @@ import (
 // topic creation off.
 func TestProducerBrokerLimits(t *testing.T) {
 	c := newCluster(t)
-	if !c.real {
-		t.Skip("kfake enforces neither message.max.bytes nor a size limit per topic; the producer's own limit is tested in its module")
-	}
 	topic, _ := c.topics(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
