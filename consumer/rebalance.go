@@ -2,12 +2,15 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -59,7 +62,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	resps, err := adm.FetchOffsets(cctx, c.cfg.Group)
+	resps, err := fetchStable(cctx, cl, c.cfg.Group, parts)
 	if err != nil {
 		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed (with parking, the partitions are held until their rebuild reads them)")
 		parkUnread(parts)
@@ -99,6 +102,76 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 		c.learnBacklog(ctx, adm, parts, resps) // after the start positions: bounded on its own
 	}
 	c.warnParkOff(ctx, cl, kept, "assign") // after the start positions, bounded on its own: it only logs
+}
+
+// fetchStable reads group's committed offsets of parts as settled
+// (KIP-447's require_stable): while a transaction that committed an
+// offset of one of them has not ended, the broker answers
+// UNSTABLE_OFFSET_COMMIT for it, and parts are asked again (50 ms,
+// doubling to 1 s) until it ends or ctx does. Read unsettled (or with
+// the group's other offsets: a broker checks the partitions asked for),
+// the offset is the one before that transaction: when it then commits
+// (its member was not told so, and rewound: its coordinator killed), what
+// it consumed is handled again from there, and its outputs read twice
+// (TestClusterLeaderKilledExactlyOnce: 4,775 inputs; TestTransactionsStableStart).
+func fetchStable(ctx context.Context, cl *kgo.Client, group string, parts []*partition) (kadm.OffsetResponses, error) {
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	at := map[string]int{}
+	for _, p := range parts {
+		i, ok := at[p.key.topic]
+		if !ok {
+			i, at[p.key.topic] = len(g.Topics), len(g.Topics)
+			rt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rt.Topic = p.key.topic
+			g.Topics = append(g.Topics, rt)
+		}
+		g.Topics[i].Partitions = append(g.Topics[i].Partitions, p.key.partition)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable, req.Groups = true, []kmsg.OffsetFetchRequestGroup{g}
+	wait := 50 * time.Millisecond
+	for {
+		resps, err := offsetsOf(req.RequestWith(ctx, cl))
+		unsettled := errors.Is(err, kerr.UnstableOffsetCommit)
+		resps.Each(func(r kadm.OffsetResponse) { unsettled = unsettled || errors.Is(r.Err, kerr.UnstableOffsetCommit) })
+		if !unsettled {
+			return resps, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("group %s: a transaction's offset commit is still pending: %w", group, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// offsetsOf is an OffsetFetch's answer for its one group, as kadm gives
+// it; err is the request's, or the group's.
+func offsetsOf(resp *kmsg.OffsetFetchResponse, err error) (kadm.OffsetResponses, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Groups) != 1 {
+		return nil, fmt.Errorf("offset fetch: %d groups answered, want 1", len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		return nil, err
+	}
+	out := kadm.OffsetResponses{}
+	for _, t := range g.Topics {
+		for _, p := range t.Partitions {
+			var meta string
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			out.Add(kadm.OffsetResponse{Offset: kadm.Offset{Topic: t.Topic, Partition: p.Partition, At: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta},
+				Err: kerr.ErrorForCode(p.ErrorCode)})
+		}
+	}
+	return out, nil
 }
 
 // startPositions lists, for partitions the group has no commit for, the
