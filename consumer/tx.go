@@ -252,27 +252,15 @@ func (c *Consumer) txRewind(ctx context.Context, parts []*partition) {
 	}
 	c.onAssigned(ctx, c.client.Load(), assigned)
 	set := map[string]map[int32]kgo.EpochOffset{}
-	unread := 0
 	for _, p := range c.own.lookup(assigned) {
-		at, ok := p.startOffset()
-		if !ok {
-			unread++
-			continue
+		if at, ok := p.startOffset(); ok {
+			if set[p.key.topic] == nil {
+				set[p.key.topic] = map[int32]kgo.EpochOffset{}
+			}
+			set[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 		}
-		if set[p.key.topic] == nil {
-			set[p.key.topic] = map[int32]kgo.EpochOffset{}
-		}
-		set[p.key.topic][p.key.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 	}
 	c.client.Load().SetOffsets(set)
-	if unread > 0 && t.fatal == nil && ctx.Err() == nil {
-		// Where they restart is not known (the group's commit was not read
-		// settled within CommitTimeout: its transaction coordinator may be
-		// finishing a commit of ours): the client's own position may lie
-		// before it. The member leaves and joins again (tx_rejoin.go),
-		// reading it on assignment, before any of them is handled.
-		t.fatal = fmt.Errorf("%w: after an abort, the committed offsets of %d partitions could not be read as settled within CommitTimeout", ErrFenced, unread)
-	}
 }
 
 // logTxAbort reports a transaction that did not commit (nothing when it
