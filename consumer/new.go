@@ -62,7 +62,7 @@ func build(cfg Config) (*Consumer, error) {
 	c.grow = newGrowth()
 	c.turns = newTurns(cfg.MaxConcurrency)
 	if cfg.Transactions.Enabled {
-		c.tx = &txn{txID: cfg.Transactions.ID} // its session is made by Run
+		c.tx = &txn{txID: cfg.Transactions.ID, refusals: refusals{dlq: cfg.DeadLetterTopic}} // its session is made by Run
 	}
 	if cfg.Control.Enabled || cfg.Throttle.on() {
 		t := cfg.Throttle

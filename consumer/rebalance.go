@@ -62,12 +62,13 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	resps, err := fetchStable(cctx, cl, c.cfg.Group, parts)
+	resps, err := adm.FetchOffsets(cctx, c.cfg.Group) // every partition's: growth history and backlogs are learnt from the others too
 	if err != nil {
 		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed (with parking, the partitions are held until their rebuild reads them)")
 		parkUnread(parts)
 		return
 	}
+	c.settled(ctx, cl, parts, resps) // its own CommitTimeout: the reads below keep theirs
 	c.growAssigned(nil, resps)
 	c.observeCounts(cctx, adm, parts)
 	var fresh, kept []*partition
@@ -104,6 +105,28 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	c.warnParkOff(ctx, cl, kept, "assign") // after the start positions, bounded on its own: it only logs
 }
 
+// settled puts into resps the committed offsets of parts read as settled
+// (fetchStable), in place of those read with the group's others. When
+// they do not settle within CommitTimeout (a transaction that committed one of them
+// not ended: its member killed before its end, until the transaction
+// times out), those are kept, with a warning: the offsets before that
+// transaction, right when it aborts, as it does once timed out.
+func (c *Consumer) settled(ctx context.Context, cl *kgo.Client, parts []*partition, resps kadm.OffsetResponses) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	stable, err := fetchStable(ctx, cl, c.cfg.Group, parts)
+	if err != nil {
+		c.log().Warn().Err(err).Str("group", c.cfg.Group).
+			Msg("assign: committed offsets not settled in time (a transaction that committed one has not ended); starting from those before it, its inputs are handled again if it commits")
+		return
+	}
+	stable.Each(func(r kadm.OffsetResponse) {
+		if r.Err == nil || r.At >= 0 {
+			resps.Add(r)
+		}
+	})
+}
+
 // fetchStable reads group's committed offsets of parts as settled
 // (KIP-447's require_stable): while a transaction that committed an
 // offset of one of them has not ended, the broker answers
@@ -113,7 +136,7 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 // the offset is the one before that transaction: when it then commits
 // (its member was not told so, and rewound: its coordinator killed), what
 // it consumed is handled again from there, and its outputs read twice
-// (TestClusterLeaderKilledExactlyOnce: 4,775 inputs; TestTransactionsStableStart).
+// (TestClusterLeaderKilledExactlyOnce: 4,775 inputs; TestTransactionsStableRewind).
 func fetchStable(ctx context.Context, cl *kgo.Client, group string, parts []*partition) (kadm.OffsetResponses, error) {
 	g := kmsg.NewOffsetFetchRequestGroup()
 	g.Group = group

@@ -43,6 +43,7 @@ type refusals struct {
 	inputs map[string]refusalCount
 	named  atomic.Int64   // len(inputs): every record's attempt asks (takeRefused), without mu while none
 	limits map[string]int // output topic → its limit, once asked (settleRefused's alone)
+	dlq    string         // the dead-letter topic: a refused output to it with a copy's headers is a dead-letter copy
 }
 
 type sizeRefusal struct {
@@ -141,7 +142,7 @@ func (rs *refusals) name(r *kgo.Record, err error) {
 		}
 	}
 	was := rs.inputs[in]
-	if _, copied := eventid.Header(r, HeaderDLQReason); copied { // its dead-letter copy: made the same again, never to be sent again
+	if _, copied := eventid.Header(r, HeaderDLQReason); copied && r.Topic == rs.dlq { // its dead-letter copy: made the same again, never to be sent again
 		was.big = err
 		rs.inputs[in] = was
 	} else {
