@@ -65,6 +65,16 @@ func maxMessageBytes(ctx context.Context, admin *kadm.Client, topic string) (n i
 	return 0, false
 }
 
+// batchLimit is n, or cl's ProducerBatchMaxBytes when smaller: the
+// largest batch cl sends (an output's, or a dead-letter copy's in a
+// transaction).
+func batchLimit(cl *kgo.Client, n int) int {
+	if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok {
+		return min(n, int(b))
+	}
+	return n
+}
+
 // record builds the dead-letter copy of r: same key, value and headers,
 // plus the lanes-dlq-* headers; its error text cut to fit (fit).
 func (d *deadLetters) record(r *kgo.Record, errText string, reason Reason, attempts int) *kgo.Record {

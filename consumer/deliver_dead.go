@@ -104,13 +104,14 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 // key, value and headers alone come within some tens of bytes of it
 // (parkwire.EncodedSize's bound) may be held though it would fit.
 func (c *Consumer) fitsDead(in, rec *kgo.Record) error {
-	if size := parkwire.EncodedSize(rec); size > c.dlq.limit {
+	size := parkwire.EncodedSize(rec)
+	if size > c.dlq.limit {
 		return fmt.Errorf("dead-letter copy of %d bytes is larger than %s takes, %d bytes (its max.message.bytes or kgo.ProducerBatchMaxBytes): %w",
 			size, c.cfg.DeadLetterTopic, c.dlq.limit, kerr.MessageTooLarge)
 	}
 	if err := c.tx.refusals.deadTooLarge(in); err != nil {
 		return fmt.Errorf("dead-letter copy of %d bytes refused by the broker for its size (%s's max.message.bytes could not be read at Run, or was lowered since: let the consumer read it, DESCRIBE_CONFIGS, and restart): %w",
-			parkwire.EncodedSize(rec), c.cfg.DeadLetterTopic, err)
+			size, c.cfg.DeadLetterTopic, err)
 	}
 	return nil
 }

@@ -66,8 +66,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 			cl.Close()
 			return err
 		}
-		if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok && c.tx != nil {
-			c.dlq.limit = min(c.dlq.limit, int(b)) // its copies go through the group client (deliver_dead.go: fitsDead)
+		if c.tx != nil {
+			c.dlq.limit = batchLimit(cl, c.dlq.limit) // its copies go through the group client (deliver_dead.go: fitsDead)
 		}
 	}
 

@@ -320,10 +320,7 @@ func (c *Consumer) outputLimit(ctx context.Context, topic string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	if b, ok := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32); ok && int(b) < n {
-		n = int(b)
-	}
-	return n, true
+	return batchLimit(cl, n), true
 }
 
 // limitTimeout bounds the read of an output topic's limit (once per topic,
