@@ -59,6 +59,7 @@ type Consumer struct {
 
 	reach   *brokerWatch // whether any broker answers (connectivity.go)
 	member  *membership  // whether the member is in its group (membership.go)
+	wire    []kgo.Opt    // the group client's last options, set by Run (membership_answers.go)
 	topics  *topicWatch  // which needed topics are missing (topics.go)
 	pollLog logLimiter   // repeated client-level poll errors
 	parkLog logLimiter   // parked records not read back, per partition

@@ -27,14 +27,15 @@ const (
 // membership follows the member's standing in its group, under both group
 // protocols, from the rebalance callbacks (it wraps the consumer's own),
 // franz-go's group errors (HookGroupManageError) and the coordinator's
-// answers to heartbeats (HookBrokerE2E). It answers whether the member is
-// in its group:
+// answers to heartbeats and syncs, with their error codes, as the group
+// client's connections read them (groupwire, onAnswer). It answers whether
+// the member is in its group:
 //
 //   - not yet: no assignment since Run started (with the last group error);
 //   - out: partitions lost or a group error ended the session, from then
 //     until the next assignment (the classic protocol, or a KIP-848 member
 //     the broker fenced);
-//   - silent: in a session, but no heartbeat was answered for longer than
+//   - silent: in a session, but no heartbeat was taken for longer than
 //     the session timeout, so the coordinator counts the member gone
 //     (a KIP-848 member retries its heartbeats without ending the session).
 //
@@ -205,55 +206,17 @@ func (m *membership) OnGroupManageError(err error) {
 	}
 }
 
-// OnBrokerE2E sees the coordinator answer a heartbeat, classic or KIP-848,
-// or a classic sync (no heartbeat is sent while a classic group
-// rebalances): the silence counts from when the latest answered one was
-// sent. A hold ends at the second heartbeat answered in a session, or at
-// the assignment that follows a sync answered (assigned).
+// OnBrokerE2E notes the group protocol of the group requests the
+// coordinator answers.
 func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
-	if e2e.Err() == nil {
-		switch key {
-		case int16(kmsg.ConsumerGroupHeartbeat):
-			m.proto.Store(protoConsumer)
-		case int16(kmsg.JoinGroup), int16(kmsg.SyncGroup), int16(kmsg.Heartbeat):
-			m.proto.Store(protoClassic)
-		}
-	}
-	heartbeat := key == int16(kmsg.Heartbeat) || key == int16(kmsg.ConsumerGroupHeartbeat)
-	if (!heartbeat && key != int16(kmsg.SyncGroup)) || e2e.Err() != nil {
+	if e2e.Err() != nil {
 		return
 	}
-	now := m.clock()
-	m.mu.Lock()
-	silent := m.phase == phaseInSession && m.silenceWarned
-	m.answered, m.silenceWarned = now, false
-	if sent := now.Add(-e2e.DurationE2E()); sent.After(m.sentAt) {
-		m.sentAt = sent
-	}
-	var held *holdGate
-	if g := m.held.Load(); g != nil {
-		switch {
-		case !heartbeat:
-			g.synced = true
-		case m.phase == phaseInSession:
-			// The hook cannot see the answer's error code: the first
-			// answer may be the one that fences the member, which
-			// franz-go turns into a loss before it sends another
-			// heartbeat. A second answer is a heartbeat the session
-			// went on with. While the member rebalances, its
-			// partitions may differ from the group's until the next
-			// assignment: answers then do not count.
-			if g.answers++; g.answers >= 2 {
-				held = m.endHoldLocked()
-			}
-		}
-	}
-	m.mu.Unlock()
-	if held != nil {
-		m.log.Info().Str("group", m.group).Stringer("held_for", now.Sub(held.since)).
-			Msg("group coordinator answers heartbeats again: held work resumes")
-	} else if silent {
-		m.log.Info().Str("group", m.group).Msg("group coordinator answers heartbeats again")
+	switch key {
+	case int16(kmsg.ConsumerGroupHeartbeat):
+		m.proto.Store(protoConsumer)
+	case int16(kmsg.JoinGroup), int16(kmsg.SyncGroup), int16(kmsg.Heartbeat):
+		m.proto.Store(protoClassic)
 	}
 }
 

@@ -110,13 +110,13 @@ func (c *Consumer) makeShards() {
 // clientOpts are the group client's options, consuming the configured
 // topics; Config.ClientOptions come last.
 func (c *Consumer) clientOpts() []kgo.Opt {
-	return append(append(c.baseOpts(), kgo.ConsumeTopics(c.cfg.Topics...)), c.cfg.ClientOptions...)
+	return append(append(append(c.baseOpts(), kgo.ConsumeTopics(c.cfg.Topics...)), c.cfg.ClientOptions...), c.wire...)
 }
 
 // groupOpts are clientOpts but the topics consumed: a client without any
 // does not join its group until given some.
 func (c *Consumer) groupOpts() []kgo.Opt {
-	return append(c.baseOpts(), c.cfg.ClientOptions...)
+	return append(append(c.baseOpts(), c.cfg.ClientOptions...), c.wire...)
 }
 
 // baseOpts are lanes' own options of the group client.

@@ -46,6 +46,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.openPark(); err != nil { // before the group client: its first assignment rebuilds parked sets
 		return err
 	}
+	wire, err := c.answerOpts()
+	if err != nil {
+		c.closePark()
+		return fmt.Errorf("consumer: start client: %w", err)
+	}
+	c.wire = wire
 	cl, err := c.openClient()
 	if err != nil {
 		c.closePark()

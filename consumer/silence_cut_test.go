@@ -11,6 +11,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/groupwire"
 )
 
 // TestSilenceHoldDuringShutdown: the shutdown lets running handlers finish
@@ -153,9 +155,9 @@ func TestSilenceLoopChecksWhenHoldEnds(t *testing.T) {
 	defer func() { close(done); <-stopped }()
 	eventually(t, "the first hold", func() bool { return m.holds.Load() == 1 })
 	first := m.gate()
-	old := kgo.BrokerE2E{ReadWait: 2 * time.Hour} // sent before the last answered one
-	m.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), old)
-	m.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), old)
+	old := groupwire.Answer{Key: int16(kmsg.Heartbeat), Sent: now.Add(-2 * time.Hour)} // sent before the last answered one
+	m.onAnswer(old)
+	m.onAnswer(old)
 	select { // the loop may begin the next hold at once: look at the first one
 	case <-first.over:
 	default:

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/groupwire"
 )
 
 // silenceModel is the reference for the silence hold's rules, kept as
@@ -18,10 +21,12 @@ import (
 // (https://github.com/lanesdev/lanes/blob/main/docs/guarantees.md#1-session-order):
 //
 //   - a hold begins at a check when the member is in a session or
-//     rebalancing and no answered heartbeat or sync was sent within
-//     holdAfter;
-//   - it ends at the second heartbeat answered in a session, at an
-//     assignment that follows a sync answered while it held, at an
+//     rebalancing and no heartbeat or sync taken was sent within
+//     holdAfter (taken: answered with no error code, or a classic
+//     heartbeat answered REBALANCE_IN_PROGRESS; an answer with another
+//     error code, or one not decodable, counts for nothing);
+//   - it ends at the second heartbeat taken in a session, at an
+//     assignment that follows a sync taken while it held, at an
 //     assignment after a fresh join (the member was out or joining), or
 //     after a loss;
 //   - nothing else ends it: not a revoke, not a join answered, not an
@@ -69,15 +74,11 @@ func runSilenceModel(t *testing.T, seed uint64, steps int) bool {
 		return false
 	}
 	answer := func(key kmsg.Key, rtt time.Duration, err error) {
-		e2e := kgo.BrokerE2E{TimeToWrite: rtt / 2, TimeToRead: rtt - rtt/2}
-		if err != nil {
-			e2e.ReadErr = err
-		}
-		m.OnBrokerE2E(kgo.BrokerMetadata{}, int16(key), e2e)
+		m.onAnswer(groupwire.Answer{Key: int16(key), Sent: clock.Add(-rtt), Err: err})
 	}
 	for range steps {
 		rtt := time.Duration(rng.Int64N(int64(st / 2)))
-		switch k := rng.IntN(12); k {
+		switch k := rng.IntN(13); k {
 		case 0, 1: // time passes
 			d := time.Duration(rng.Int64N(int64(st)))
 			clock = clock.Add(d)
@@ -94,10 +95,18 @@ func runSilenceModel(t *testing.T, seed uint64, steps int) bool {
 			answer(kmsg.SyncGroup, rtt, nil)
 			ref.answered(clock.Add(-rtt), false)
 			trail = append(trail, "sync")
-		case 5: // answers that must not count: a join, an errored heartbeat
+		case 5: // answers that must not count: a join, heartbeats and a sync answered with an error
 			answer(kmsg.JoinGroup, rtt, nil)
-			answer(kmsg.Heartbeat, rtt, errors.New("injected: connection reset"))
-			trail = append(trail, "join / errored heartbeat")
+			answer(kmsg.Heartbeat, rtt, kerr.NotCoordinator)
+			answer(kmsg.ConsumerGroupHeartbeat, rtt, kerr.CoordinatorNotAvailable)
+			answer(kmsg.ConsumerGroupHeartbeat, rtt, kerr.RebalanceInProgress)
+			answer(kmsg.SyncGroup, rtt, kerr.RebalanceInProgress)
+			answer(kmsg.Heartbeat, rtt, groupwire.ErrUndecodable)
+			trail = append(trail, "join / errored answers")
+		case 11: // a classic heartbeat answered REBALANCE_IN_PROGRESS: taken
+			answer(kmsg.Heartbeat, rtt, kerr.RebalanceInProgress)
+			ref.answered(clock.Add(-rtt), true)
+			trail = append(trail, "heartbeat rebalancing rtt "+rtt.String())
 		case 6:
 			m.assigned(noop)(context.Background(), nil, ps)
 			ref.assigned(clock)

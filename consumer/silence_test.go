@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +42,11 @@ type heartbeatGate struct {
 	muted func(member string) bool // nil: none
 	open  chan struct{}            // closed by unmute
 	ids   map[string]bool
+	// refuse, when not 0, is the error code the coordinator answers a
+	// muted member's heartbeats with, at once, instead of delaying them:
+	// a coordinator that answers but does not take the heartbeat (one
+	// moving or loading the group), so the session still times out.
+	refuse int16
 }
 
 func (e *env) heartbeatGate() *heartbeatGate {
@@ -53,7 +59,11 @@ func (e *env) groupGate(keys ...kmsg.Key) *heartbeatGate {
 	for _, k := range keys {
 		e.c.ControlKey(int16(k), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			e.c.KeepControl()
-			if open := g.held(groupMember(req)); open != nil {
+			open, refuse := g.held(groupMember(req))
+			switch {
+			case open != nil && refuse != 0:
+				return refused(req, refuse), nil, true
+			case open != nil:
 				e.c.SleepControl(func() { <-open })
 			}
 			return nil, nil, false
@@ -64,17 +74,35 @@ func (e *env) groupGate(keys ...kmsg.Key) *heartbeatGate {
 }
 
 // held records id and returns the channel its heartbeat waits on, nil
-// when it is not muted.
-func (g *heartbeatGate) held(id string) chan struct{} {
+// when it is not muted, and the error code to refuse it with instead.
+func (g *heartbeatGate) held(id string) (chan struct{}, int16) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if id != "" {
 		g.ids[id] = true
 	}
 	if g.muted == nil || !g.muted(id) {
-		return nil
+		return nil, 0
 	}
-	return g.open
+	return g.open, g.refuse
+}
+
+// refused is the answer to a group request with the error code (a
+// heartbeat's or a sync's; nil for other keys: not refused).
+func refused(req kmsg.Request, code int16) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	switch r := resp.(type) {
+	case *kmsg.HeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.SyncGroupResponse:
+		r.ErrorCode = code
+	case *kmsg.JoinGroupResponse:
+		r.ErrorCode = code
+	}
+	return resp
 }
 
 func (g *heartbeatGate) mute(f func(member string) bool) {
@@ -152,10 +180,25 @@ func (e *env) streamRounds(sessions []string, pace time.Duration) (finish func()
 // message is handled. Under both group protocols; the handlers honour
 // their context.
 func TestSilentMemberHoldsWork(t *testing.T) {
+	silentMemberHoldsWork(t, 0)
+}
+
+// TestRefusedHeartbeatsHoldWork: the same with the member's heartbeats
+// answered at once, with COORDINATOR_NOT_AVAILABLE (as a coordinator
+// answers while it moves or loads the group), instead of left unanswered.
+// An answer that is an error did not keep the session going: the group
+// still counts the member gone after the session timeout, so such
+// answers must not count against the silence, nor end a hold.
+func TestRefusedHeartbeatsHoldWork(t *testing.T) {
+	silentMemberHoldsWork(t, kerr.CoordinatorNotAvailable.Code)
+}
+
+func silentMemberHoldsWork(t *testing.T, refuse int16) {
 	for _, proto := range protocolsFor(t, "kip848") {
 		t.Run(proto.name, func(t *testing.T) {
 			e := newGroupEnv(t, 4)
 			hb := e.heartbeatGate()
+			hb.refuse = refuse
 			sessions := sessionNames(24)
 			rec := newRecorder(1<<30, func(ctx context.Context, _ *Message) error {
 				select { // simulated work that honours its context
