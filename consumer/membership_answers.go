@@ -86,4 +86,3 @@ func (m *membership) onAnswer(a groupwire.Answer) {
 		m.log.Info().Str("group", m.group).Msg("group coordinator takes heartbeats again")
 	}
 }
-
