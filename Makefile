@@ -15,7 +15,7 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 # full size by name. make test exports the list, and such a test it does
 # not name fails there, so nothing cut from the quick form leaves CI.
 LONG_MODULES := consumer integration cmd/lanes
-LONG_TESTS   ?= ^(TestCrashScenario|TestCrashExactlyOnce|TestTransactionsZombie|TestKfakeKeepsDeadJoiner|TestParkCrash|TestGrowthMemberKilled|TestScaleScenario|TestRebalanceStorm|TestParkModel|TestPartitionModel|TestParkSetDifferential|TestBreakerModel|TestBreakerOutage|TestBreakerOutageBatch|TestReadyIdleMember|TestNotReadyWhileKIP848SessionRestarts|TestReadyAfterCoordinatorDies|TestReadyAfterBrokerCloses|TestSilenceHoldDuringShutdown|TestSilenceHoldThroughRebalance|TestSilentMemberHoldsWork|TestSilenceHoldCutsAndResumes|TestBenchStuckSmall|TestBenchScaleSmall|TestTopicMadeAgain|TestPausedMemory)$$
+LONG_TESTS   ?= ^(TestCrashScenario|TestCrashExactlyOnce|TestTransactionsZombie|TestKfakeKeepsDeadJoiner|TestParkCrash|TestGrowthMemberKilled|TestScaleScenario|TestRebalanceStorm|TestParkModel|TestPartitionModel|TestParkSetDifferential|TestBreakerModel|TestBreakerOutage|TestBreakerOutageBatch|TestReadyIdleMember|TestNotReadyWhileKIP848SessionRestarts|TestReadyAfterCoordinatorDies|TestReadyAfterBrokerCloses|TestSilenceHoldDuringShutdown|TestSilenceHoldThroughRebalance|TestSilentMemberHoldsWork|TestRefusedHeartbeatsHoldWork|TestHeartbeatsTakenOnTheWire|TestSilenceHoldCutsAndResumes|TestBenchStuckSmall|TestBenchScaleSmall|TestTopicMadeAgain|TestPausedMemory)$$
 # test-kafka: the consumer group protocols the integration suite runs under
 GROUP_PROTOCOLS ?= classic consumer
 # test-cluster: the broker-fault scenarios (go test -run)

@@ -244,7 +244,7 @@ func (m *membership) checkSilence(now time.Time, cut func()) time.Duration {
 	sent, st := m.sentAt, m.sessionTimeout
 	m.mu.Unlock()
 	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Stringer("session_timeout", st).
-		Msg("group coordinator has answered no heartbeat for four fifths of the session timeout: holding this member's work " +
+		Msg("group coordinator has taken no heartbeat for four fifths of the session timeout (none answered, or each refused, as NOT_COORDINATOR while it moves): holding this member's work " +
 			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
 			"it resumes when a heartbeat is answered. Check the brokers and the network between them and this member")
 	cut()
@@ -304,7 +304,7 @@ func (m *membership) watch(now time.Time) {
 	m.mu.Unlock()
 	if warn {
 		m.log.Warn().Str("group", m.group).Time("since", since).Stringer("session_timeout", st).
-			Msg("group coordinator has answered no heartbeat for longer than the session timeout: the group counts this member gone and gives its partitions to others; not ready until it rejoins")
+			Msg("group coordinator has taken no heartbeat for longer than the session timeout (none answered, or each refused): the group counts this member gone and gives its partitions to others; not ready until it rejoins")
 	}
 }
 

@@ -19,12 +19,12 @@ import (
 // heartbeats and syncs, with their error codes, to the membership
 // (onAnswer). The dial function is the one ClientOptions make (their
 // kgo.Dialer, else franz-go's own with their DialTimeout and
-// DialTLSConfig), read from a client made of ClientOptions alone and
-// closed at once (it connects to nothing; its hooks see it made and
-// closed); DialTLSConfig is then cleared, the wrapped function dialing
-// TLS itself.
+// DialTLSConfig), read from a client made of the group client's options
+// but the topics, closed at once (with no topic it joins nothing and
+// connects to nothing; hooks in ClientOptions see it made and closed);
+// DialTLSConfig is then cleared, the wrapped function dialing TLS itself.
 func (c *Consumer) answerOpts() ([]kgo.Opt, error) {
-	probe, err := kgo.NewClient(c.cfg.ClientOptions...)
+	probe, err := kgo.NewClient(append(c.baseOpts(), c.cfg.ClientOptions...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (c *Consumer) answerOpts() ([]kgo.Opt, error) {
 	if dial == nil {
 		return nil, fmt.Errorf("consumer: ClientOptions give the client no dial function (kgo.Dialer)")
 	}
-	return []kgo.Opt{kgo.Dialer(groupwire.Watch(dial, c.member.onAnswer, time.Now, answerKeys...)), kgo.DialTLSConfig(nil)}, nil
+	return []kgo.Opt{kgo.Dialer(groupwire.Watch(dial, c.member.onAnswer, func() time.Time { return c.member.clock() }, answerKeys...)), kgo.DialTLSConfig(nil)}, nil
 }
 
 // answerKeys are the requests whose answers the group client's

@@ -261,7 +261,10 @@ func silentMemberHoldsWork(t *testing.T, refuse int16) {
 				t.Fatalf("%d overlapping calls across the members, first: %v\n%s", len(overlaps), overlaps[:min(5, len(overlaps))], spans.overlaps(5))
 			}
 			st := a.Stats()
-			if st.SilenceHolds == 0 {
+			// A classic heartbeat refused is retried within the
+			// session timeout, and franz-go then ends the session
+			// (lost) before a hold can be due: no overlap is what holds.
+			if st.SilenceHolds == 0 && (refuse == 0 || proto.name != "classic") {
 				t.Errorf("the silent member counted no hold: %+v", st)
 			}
 			if st.DeadLettered+b.Stats().DeadLettered != 0 {
