@@ -35,6 +35,9 @@ type Dial = func(ctx context.Context, network, host string) (net.Conn, error)
 // reported undecodable.
 const maxKept = 1 << 20
 
+// keepCap is the most buffer a connection keeps between answers.
+const keepCap = 4 << 10
+
 // maxPending bounds the requests a connection remembers awaiting their
 // answer; past it, the oldest are forgotten (never reported).
 const maxPending = 64
@@ -90,12 +93,13 @@ type conn struct {
 }
 
 // Write notes a watched request: franz-go writes each request whole, in
-// one Write (size, key, version, correlation ID first).
+// one Write (size, key, version, correlation ID first). A frame whose
+// version the key does not have is no request (a raw SASL v0 token).
 func (c *conn) Write(p []byte) (int, error) {
 	if len(p) >= 12 && int(binary.BigEndian.Uint32(p)) == len(p)-4 {
-		if key := int16(binary.BigEndian.Uint16(p[4:])); c.w.keys[key] {
-			r := request{key: key, version: int16(binary.BigEndian.Uint16(p[6:])),
-				corr: int32(binary.BigEndian.Uint32(p[8:])), sent: c.w.now()}
+		key, version := int16(binary.BigEndian.Uint16(p[4:])), int16(binary.BigEndian.Uint16(p[6:]))
+		if c.w.keys[key] && version >= 0 && version <= kmsg.RequestForKey(key).MaxVersion() {
+			r := request{key: key, version: version, corr: int32(binary.BigEndian.Uint32(p[8:])), sent: c.w.now()}
 			c.mu.Lock()
 			if len(c.pending) == maxPending {
 				c.pending = append(c.pending[:0], c.pending[1:]...)
@@ -124,6 +128,9 @@ func (c *conn) scan(b []byte) {
 			c.nsize, b = c.nsize+k, b[k:]
 			if c.nsize < 4 {
 				return
+			}
+			if cap(c.kept) > keepCap {
+				c.kept = nil // a large answer's buffer is not kept for the connection's life
 			}
 			c.nsize, c.ncorr, c.answer, c.kept = 0, 0, nil, c.kept[:0]
 			c.left = max(0, int(int32(binary.BigEndian.Uint32(c.size[:]))))

@@ -173,3 +173,57 @@ func TestWatchUndecodable(t *testing.T) {
 		t.Fatalf("answers %+v, want one undecodable then NOT_COORDINATOR", r.got)
 	}
 }
+
+// TestWatchBounds: requests past maxPending forget the oldest (its answer
+// is then not reported, the others are), an answer larger than maxKept
+// is reported undecodable, and a raw token whose "key" is watched but
+// whose "version" that key does not have is not taken for a request.
+func TestWatchBounds(t *testing.T) {
+	w := &wire{rng: rand.New(rand.NewPCG(3, 4))}
+	var r reports
+	dial := Watch(func(context.Context, string, string) (net.Conn, error) { return w, nil }, r.add, time.Now, int16(kmsg.SyncGroup), int16(kmsg.ConsumerGroupHeartbeat))
+	c, _ := dial(context.Background(), "tcp", "b:1")
+	f := kmsg.NewRequestFormatter()
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Version = 5
+	for corr := range int32(maxPending + 1) {
+		if _, err := c.Write(f.AppendRequest(nil, sg, corr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A raw token: size, then "\x00D" (68, ConsumerGroupHeartbeat's key)
+	// and a "version" of 0x6176 ("av").
+	raw := append(binary.BigEndian.AppendUint32(nil, 10), 0, 'D', 'a', 'v', 'e', 0, 'p', 'w', 'd', '!')
+	if _, err := c.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	w.answer(sg, 0, &kmsg.SyncGroupResponse{}) // forgotten: not reported
+	for corr := int32(1); corr <= maxPending; corr++ {
+		assignment := []byte(nil)
+		if corr == 2 {
+			assignment = make([]byte, maxKept)
+		}
+		w.answer(sg, corr, &kmsg.SyncGroupResponse{MemberAssignment: assignment})
+	}
+	// The raw token's "answer", with the correlation ID its bytes would give.
+	body := append(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32([]byte{'v', 'e', 0, 'p'})), 0, 0, 0, 0, 0, 0)
+	w.in = append(binary.BigEndian.AppendUint32(w.in, uint32(len(body))), body...)
+	buf := make([]byte, 1<<16)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	if len(r.got) != maxPending {
+		t.Fatalf("%d answers reported, want %d", len(r.got), maxPending)
+	}
+	for i, a := range r.got {
+		want := error(nil)
+		if i == 1 {
+			want = ErrUndecodable
+		}
+		if a.Key != int16(kmsg.SyncGroup) || !errors.Is(a.Err, want) || (want == nil && a.Err != nil) {
+			t.Fatalf("answer %d: %+v, want a sync answered with %v", i, a, want)
+		}
+	}
+}
