@@ -156,7 +156,13 @@ type Config struct {
 	// start position it lists, which must be where the client starts).
 	// Options that would break lanes' guarantees (auto-commit, a different
 	// group or topics) must not be passed. The consumer reads at
-	// read_committed; a kgo.FetchIsolationLevel here wins.
+	// read_committed; a kgo.FetchIsolationLevel here wins. The group
+	// client's dial function (a kgo.Dialer here, or franz-go's own with a
+	// DialTLSConfig and DialTimeout here) is wrapped so that its
+	// connections read the coordinator's answers to heartbeats, error
+	// codes included, for the silence hold; Run reads it from a client
+	// made of these options without topics and closed at once, so hooks
+	// here see one more client made and closed.
 	ClientOptions []kgo.Opt
 
 	// Tuning: the defaults suit most services. The zero value of each
