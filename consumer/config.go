@@ -162,7 +162,8 @@ type Config struct {
 	// connections read the coordinator's answers to heartbeats, error
 	// codes included, for the silence hold; Run reads it from a client
 	// made of these options without topics and closed at once, so hooks
-	// here see one more client made and closed.
+	// here see one more client made and closed, and a connection handed
+	// to a hook (kgo.HookBrokerConnect) is the wrapper, not a *tls.Conn.
 	ClientOptions []kgo.Opt
 
 	// Tuning: the defaults suit most services. The zero value of each
