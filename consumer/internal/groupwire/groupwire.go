@@ -46,9 +46,11 @@ const maxPending = 64
 // to requests of keys to report, on the goroutine reading the connection.
 // now is time.Now unless a test sets its own.
 func Watch(dial Dial, report func(Answer), now func() time.Time, keys ...int16) Dial {
-	w := &watch{report: report, now: now, keys: map[int16]bool{}}
+	w := &watch{report: report, now: now, keys: map[int16]int16{}}
 	for _, k := range keys {
-		w.keys[k] = true
+		if req := kmsg.RequestForKey(k); req != nil { // a key kmsg does not know is never seen
+			w.keys[k] = req.MaxVersion()
+		}
 	}
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
 		c, err := dial(ctx, network, host)
@@ -62,7 +64,7 @@ func Watch(dial Dial, report func(Answer), now func() time.Time, keys ...int16) 
 type watch struct {
 	report func(Answer)
 	now    func() time.Time
-	keys   map[int16]bool
+	keys   map[int16]int16 // the keys watched, each with its highest version
 }
 
 // request is a watched request written and not yet answered.
@@ -98,7 +100,7 @@ type conn struct {
 func (c *conn) Write(p []byte) (int, error) {
 	if len(p) >= 12 && int(binary.BigEndian.Uint32(p)) == len(p)-4 {
 		key, version := int16(binary.BigEndian.Uint16(p[4:])), int16(binary.BigEndian.Uint16(p[6:]))
-		if c.w.keys[key] && version >= 0 && version <= kmsg.RequestForKey(key).MaxVersion() {
+		if top, ok := c.w.keys[key]; ok && version >= 0 && version <= top {
 			r := request{key: key, version: version, corr: int32(binary.BigEndian.Uint32(p[8:])), sent: c.w.now()}
 			c.mu.Lock()
 			if len(c.pending) == maxPending {

@@ -175,13 +175,12 @@ func TestWatchUndecodable(t *testing.T) {
 }
 
 // TestWatchBounds: requests past maxPending forget the oldest (its answer
-// is then not reported, the others are), an answer larger than maxKept
-// is reported undecodable, and a raw token whose "key" is watched but
-// whose "version" that key does not have is not taken for a request.
+// is then not reported, the others are), and an answer larger than
+// maxKept is reported undecodable, its buffer not kept past it.
 func TestWatchBounds(t *testing.T) {
 	w := &wire{rng: rand.New(rand.NewPCG(3, 4))}
 	var r reports
-	dial := Watch(func(context.Context, string, string) (net.Conn, error) { return w, nil }, r.add, time.Now, int16(kmsg.SyncGroup), int16(kmsg.ConsumerGroupHeartbeat))
+	dial := Watch(func(context.Context, string, string) (net.Conn, error) { return w, nil }, r.add, time.Now, int16(kmsg.SyncGroup))
 	c, _ := dial(context.Background(), "tcp", "b:1")
 	f := kmsg.NewRequestFormatter()
 	sg := kmsg.NewPtrSyncGroupRequest()
@@ -191,12 +190,6 @@ func TestWatchBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A raw token: size, then "\x00D" (68, ConsumerGroupHeartbeat's key)
-	// and a "version" of 0x6176 ("av").
-	raw := append(binary.BigEndian.AppendUint32(nil, 10), 0, 'D', 'a', 'v', 'e', 0, 'p', 'w', 'd', '!')
-	if _, err := c.Write(raw); err != nil {
-		t.Fatal(err)
-	}
 	w.answer(sg, 0, &kmsg.SyncGroupResponse{}) // forgotten: not reported
 	for corr := int32(1); corr <= maxPending; corr++ {
 		assignment := []byte(nil)
@@ -205,9 +198,6 @@ func TestWatchBounds(t *testing.T) {
 		}
 		w.answer(sg, corr, &kmsg.SyncGroupResponse{MemberAssignment: assignment})
 	}
-	// The raw token's "answer", with the correlation ID its bytes would give.
-	body := append(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32([]byte{'v', 'e', 0, 'p'})), 0, 0, 0, 0, 0, 0)
-	w.in = append(binary.BigEndian.AppendUint32(w.in, uint32(len(body))), body...)
 	buf := make([]byte, 1<<16)
 	for {
 		if _, err := c.Read(buf); err != nil {
@@ -225,5 +215,37 @@ func TestWatchBounds(t *testing.T) {
 		if a.Key != int16(kmsg.SyncGroup) || !errors.Is(a.Err, want) || (want == nil && a.Err != nil) {
 			t.Fatalf("answer %d: %+v, want a sync answered with %v", i, a, want)
 		}
+	}
+	if n := cap(c.(*conn).kept); n > keepCap {
+		t.Fatalf("the connection keeps a buffer of %d bytes after the large answer, want at most %d", n, keepCap)
+	}
+}
+
+// TestWatchRawToken: a raw SASL v0 token (a length, then the bytes, no
+// request header) whose first bytes read as a watched key but whose
+// "version" that key does not have is not taken for a request, so a frame
+// that would answer it, all zeros past its "correlation ID" (which would
+// decode as a KIP-848 heartbeat answered with no error), is not reported.
+func TestWatchRawToken(t *testing.T) {
+	w := &wire{rng: rand.New(rand.NewPCG(5, 6))}
+	var r reports
+	dial := Watch(func(context.Context, string, string) (net.Conn, error) { return w, nil }, r.add, time.Now, int16(kmsg.ConsumerGroupHeartbeat))
+	c, _ := dial(context.Background(), "tcp", "b:1")
+	// PLAIN's "\x00Dave\x00pwd!": "\x00D" is 68, ConsumerGroupHeartbeat's
+	// key; "av" is its "version"; "e\x00pw" its "correlation ID".
+	raw := append(binary.BigEndian.AppendUint32(nil, 10), 0, 'D', 'a', 'v', 'e', 0, 'p', 'w', 'd', '!')
+	if _, err := c.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte{'e', 0, 'p', 'w'}, make([]byte, 32)...)
+	w.in = append(binary.BigEndian.AppendUint32(w.in, uint32(len(body))), body...)
+	buf := make([]byte, 64)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	if len(r.got) != 0 {
+		t.Fatalf("a raw token's bytes taken for a request: %+v reported", r.got)
 	}
 }
