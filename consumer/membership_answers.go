@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -24,14 +23,15 @@ import (
 // connects to nothing; hooks in ClientOptions see it made and closed);
 // DialTLSConfig is then cleared, the wrapped function dialing TLS itself.
 func (c *Consumer) answerOpts() ([]kgo.Opt, error) {
-	probe, err := kgo.NewClient(append(c.baseOpts(), c.cfg.ClientOptions...)...)
+	probe, err := kgo.NewClient(c.groupOpts()...) // c.wire is not set yet
+
 	if err != nil {
 		return nil, err
 	}
 	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
 	probe.Close()
 	if dial == nil {
-		return nil, fmt.Errorf("consumer: ClientOptions give the client no dial function (kgo.Dialer)")
+		return nil, errors.New("consumer: ClientOptions give the client no dial function (kgo.Dialer)")
 	}
 	return []kgo.Opt{kgo.Dialer(groupwire.Watch(dial, c.member.onAnswer, func() time.Time { return c.member.clock() }, answerKeys...)), kgo.DialTLSConfig(nil)}, nil
 }

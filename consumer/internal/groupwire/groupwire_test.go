@@ -126,12 +126,7 @@ func TestWatchReportsErrorCodes(t *testing.T) {
 				want = append(want, sent{key: k, code: code, at: clock})
 			}
 		}
-		buf := make([]byte, 4096)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				break
-			}
-		}
+		drain(c)
 		if len(r.got) != len(want) {
 			t.Fatalf("seed %d: %d answers reported, want %d", seed, len(r.got), len(want))
 		}
@@ -163,12 +158,7 @@ func TestWatchUndecodable(t *testing.T) {
 	w.in = binary.BigEndian.AppendUint32(w.in, 0)
 	w.in = append(w.in, 0)
 	w.answer(hb, 1, &kmsg.HeartbeatResponse{ErrorCode: kerr.NotCoordinator.Code})
-	buf := make([]byte, 64)
-	for {
-		if _, err := c.Read(buf); err != nil {
-			break
-		}
-	}
+	drain(c)
 	if len(r.got) != 2 || !errors.Is(r.got[0].Err, ErrUndecodable) || !errors.Is(r.got[1].Err, kerr.NotCoordinator) {
 		t.Fatalf("answers %+v, want one undecodable then NOT_COORDINATOR", r.got)
 	}
@@ -198,12 +188,7 @@ func TestWatchBounds(t *testing.T) {
 		}
 		w.answer(sg, corr, &kmsg.SyncGroupResponse{MemberAssignment: assignment})
 	}
-	buf := make([]byte, 1<<16)
-	for {
-		if _, err := c.Read(buf); err != nil {
-			break
-		}
-	}
+	drain(c)
 	if len(r.got) != maxPending {
 		t.Fatalf("%d answers reported, want %d", len(r.got), maxPending)
 	}
@@ -239,13 +224,18 @@ func TestWatchRawToken(t *testing.T) {
 	}
 	body := append([]byte{'e', 0, 'p', 'w'}, make([]byte, 32)...)
 	w.in = append(binary.BigEndian.AppendUint32(w.in, uint32(len(body))), body...)
-	buf := make([]byte, 64)
-	for {
-		if _, err := c.Read(buf); err != nil {
-			break
-		}
-	}
+	drain(c)
 	if len(r.got) != 0 {
 		t.Fatalf("a raw token's bytes taken for a request: %+v reported", r.got)
+	}
+}
+
+// drain reads c until the far side has nothing more.
+func drain(c net.Conn) {
+	buf := make([]byte, 1<<16)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
 	}
 }
