@@ -175,7 +175,7 @@ func TestShutdownBoundedDuringRebalance(t *testing.T) {
 			first = false
 			close(held)
 		}
-		e.c.SleepControl(func() { <-unblock })
+		e.sleep(unblock)
 		return nil, nil, false
 	})
 	b, err := New(cfg, newRecorder(1, nil))

@@ -43,9 +43,10 @@ func TestMain(m *testing.M) {
 const testTimeout = 90 * time.Second
 
 type env struct {
-	t     *testing.T
-	c     *kfake.Cluster
-	addrs []string
+	t      *testing.T
+	c      *kfake.Cluster
+	addrs  []string
+	asleep *asleep // nil: env.sleep panics (see wrapEnv)
 }
 
 func newEnv(t *testing.T, partitions int32, topics ...string) *env {
@@ -54,8 +55,7 @@ func newEnv(t *testing.T, partitions int32, topics ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	return &env{t: t, c: c, addrs: c.ListenAddrs()}
+	return wrapEnv(t, c)
 }
 
 func (e *env) client(opts ...kgo.Opt) *kgo.Client {

@@ -73,8 +73,7 @@ func newGroupEnv(t *testing.T, partitions int32, opts ...kfake.Opt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	return &env{t: t, c: c, addrs: c.ListenAddrs()}
+	return wrapEnv(t, c)
 }
 
 // groupConfig is e.config with the test group timings and the protocol's
@@ -361,7 +360,7 @@ func TestNotReadyWhileTakingUpAssignment(t *testing.T) {
 	var held atomic.Bool
 	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
 		if held.CompareAndSwap(false, true) { // the first: lanes' own read of the committed offsets
-			e.c.SleepControl(func() { <-release })
+			e.sleep(release)
 		}
 		return nil, nil, false
 	})

@@ -218,7 +218,7 @@ func TestParkRetriedRebuildDrains(t *testing.T) {
 			// written whose ID they lack.
 			if rt.Topic == "chats.park" || rt.Topic == "" && names[rt.TopicID] == "" {
 				once.Do(func() { close(held) })
-				e.c.SleepControl(func() { <-release }) // an injected slow write, not a synchronisation
+				e.sleep(release) // an injected slow write, not a synchronisation
 			}
 		}
 		return nil, nil, false

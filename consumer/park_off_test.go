@@ -125,7 +125,7 @@ func TestParkOffCheckAfterStart(t *testing.T) {
 		for _, rt := range kreq.(*kmsg.ListOffsetsRequest).Topics {
 			if rt.Topic == "chats.park" {
 				held.Add(1)
-				e.c.SleepControl(func() { <-time.After(3 * time.Second) }) // a slow broker, not a wait for the test
+				e.sleepFor(3 * time.Second) // a slow broker, not a wait for the test
 
 			}
 		}

@@ -305,7 +305,7 @@ func TestParkReadFencedMeanwhile(t *testing.T) {
 			return nil, nil, false
 		}
 		once.Do(func() { close(reading) })
-		e.c.SleepControl(func() { <-release })
+		e.sleep(release)
 		return nil, nil, false
 	})
 	makeDue(t, c, stuck)

@@ -32,7 +32,7 @@ func TestShutdownCleanWhenLeaveIsSlow(t *testing.T) {
 	})
 	e.c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
 		// An injected delay of the broker's answer, not a synchronisation.
-		e.c.SleepControl(func() { <-time.After(3 * cfg.CommitTimeout) })
+		e.sleepFor(3 * cfg.CommitTimeout)
 		return nil, nil, false
 	})
 	stop()

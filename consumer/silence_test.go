@@ -64,7 +64,7 @@ func (e *env) groupGate(keys ...kmsg.Key) *heartbeatGate {
 			case open != nil && refuse != 0:
 				return refused(req, refuse), nil, true
 			case open != nil:
-				e.c.SleepControl(func() { <-open })
+				e.sleep(open)
 			}
 			return nil, nil, false
 		})

@@ -21,8 +21,7 @@ func topicsEnv(t *testing.T, brokers int, topics map[string]int32, compacted ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	e := &env{t: t, c: c, addrs: c.ListenAddrs()}
+	e := wrapEnv(t, c)
 	adm := kadm.NewClient(e.client())
 	for name, n := range topics {
 		var configs map[string]*string

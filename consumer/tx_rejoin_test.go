@@ -99,7 +99,7 @@ func TestTransactionsFencedShutdownWhileOpening(t *testing.T) {
 			return nil, nil, false
 		}
 		asked.Store(true)
-		e.c.SleepControl(func() { <-release })
+		e.sleep(release)
 		return nil, nil, false
 	})
 	e.produce("tx-in", sessionNames(4), 5)

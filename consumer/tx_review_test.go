@@ -34,7 +34,7 @@ func TestTransactionsEndCutShort(t *testing.T) {
 		if req.(*kmsg.ProduceRequest).TransactionID == nil || !delayed.CompareAndSwap(false, true) {
 			return nil, nil, false
 		}
-		e.c.SleepControl(func() { time.Sleep(1500 * time.Millisecond) }) // a slow broker: longer than CommitTimeout
+		e.sleepFor(1500 * time.Millisecond) // a slow broker: longer than CommitTimeout
 		return nil, nil, false
 	})
 	h := HandlerFunc(func(ctx context.Context, m *Message) error {

@@ -414,7 +414,7 @@ func TestTransactionsFinishWhileEnding(t *testing.T) {
 	e.c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		e.c.KeepControl()
 		if slow.Add(1) <= 3 {
-			e.c.SleepControl(func() { time.Sleep(300 * time.Millisecond) }) // a slow end: records finish meanwhile
+			e.sleepFor(300 * time.Millisecond) // a slow end: records finish meanwhile
 		}
 		return nil, nil, false
 	})

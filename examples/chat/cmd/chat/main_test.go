@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -37,9 +38,16 @@ func TestSecondSignalQuits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// kfake leaks its run loop when Close meets a sleep that is waking
+	// (consumer/kfake_sleep_test.go): the sleep is woken, and has
+	// returned, before b.Close.
 	release := make(chan struct{})
-	defer close(release) // before b.Close
+	var asleep sync.WaitGroup
+	defer asleep.Wait()
+	defer close(release)
 	b.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		asleep.Add(1)
+		defer asleep.Done()
 		b.SleepControl(func() { <-release }) // the leave waits for LeaveTimeout
 		return nil, nil, false
 	})
