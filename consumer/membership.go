@@ -329,10 +329,10 @@ func (m *membership) reason(now time.Time) string {
 	since, silent := m.silentLocked(now)
 	switch { // a silence or a hold first: the group may count the member gone, also while it takes up partitions
 	case silent:
-		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator answers",
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each refused while the coordinator moves), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator takes one (check the coordinator's broker)",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.held.Load() != nil:
-		return fmt.Sprintf("group %q: no heartbeat answered since %s (%v), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator answers",
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each refused while the coordinator moves), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator takes heartbeats again",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.assigning:
 		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)

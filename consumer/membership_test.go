@@ -327,7 +327,7 @@ func TestNotReadyWhileKIP848SessionRestarts(t *testing.T) {
 	p.awaitReadyz("ready", testTimeout, ready)
 
 	dead.Store(true)
-	p.awaitReadyz("not ready", testSessionTimeout+boundSlack, notReadyWith(`group "g-restarts": no heartbeat answered`))
+	p.awaitReadyz("not ready", testSessionTimeout+boundSlack, notReadyWith(`group "g-restarts": no heartbeat taken`))
 	want := sessions.Load() + 2
 	for sessions.Load() < want {
 		if code, body := p.readyz(); code != http.StatusServiceUnavailable {
@@ -390,7 +390,7 @@ func TestTakingUpDoesNotHideSilence(t *testing.T) {
 		clock = clock.Add(11 * time.Second) // no heartbeat answered meanwhile
 		during = m.reason(clock)
 	})(context.Background(), nil, map[string][]int32{"t": {0}})
-	if !strings.Contains(during, "no heartbeat answered") {
+	if !strings.Contains(during, "no heartbeat taken") {
 		t.Fatalf("reason while taking up during a silence past the session timeout: %q; want the silence named", during)
 	}
 }
