@@ -173,7 +173,7 @@ func TestReadyAfterBrokerCloses(t *testing.T) {
 			p.awaitReadyz("ready", testTimeout, ready)
 
 			addr := e.addrs[0]
-			e.c.Close()
+			e.close() // the env's close: no control function sleeps as the cluster closes
 			p.awaitReadyz("not ready: brokers unreachable", testSessionTimeout+boundSlack, notReadyWith("cannot reach brokers ["+addr+"]"))
 
 			// The broker restarts on the same address with its state.

@@ -53,7 +53,9 @@ func (b *Broker) Embedded() bool { return b.cluster != nil }
 // a test injects faults through its ControlKey, or makes it answer as
 // Kafka does where kfake does not. kfake has no tagged version: its API
 // changes with the version lanestest is built with, outside lanestest's
-// own compatibility.
+// own compatibility. A control function in kfake's SleepControl when the
+// broker closes can deadlock kfake and leak its goroutines: wake every
+// sleep, and let its control function return, before Close.
 func (b *Broker) Fake() *kfake.Cluster { return b.cluster }
 
 // Client returns a franz-go client seeded with the broker's addresses, with

@@ -38,15 +38,30 @@ func TestSecondSignalQuits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	// kfake leaks its run loop when Close meets a sleep that is waking
-	// (consumer/kfake_sleep_test.go): the sleep is woken, and has
-	// returned, before b.Close.
+	// kfake deadlocks when Close meets a control function in SleepControl
+	// (consumer/kfake_sleep_test.go): before b.Close the sleep is woken
+	// and has returned, and none starts after.
+	var (
+		mu       sync.Mutex
+		released bool
+		asleep   sync.WaitGroup
+	)
 	release := make(chan struct{})
-	var asleep sync.WaitGroup
-	defer asleep.Wait()
-	defer close(release)
+	defer func() {
+		mu.Lock()
+		released = true
+		close(release)
+		mu.Unlock()
+		asleep.Wait()
+	}()
 	b.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		if released {
+			mu.Unlock()
+			return nil, nil, false
+		}
 		asleep.Add(1)
+		mu.Unlock()
 		defer asleep.Done()
 		b.SleepControl(func() { <-release }) // the leave waits for LeaveTimeout
 		return nil, nil, false
