@@ -152,7 +152,7 @@ func TestEnvSleepsEndBeforeClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := &env{t: t, c: c, addrs: c.ListenAddrs(), asleep: &asleep{closing: make(chan struct{})}}
+		e := wrapEnv(t, c) // closed in the round; its cleanup closes it after a failure
 		e.asleep.beforeClose = func() {
 			for range i % 64 * 20 {
 				runtime.Gosched()
