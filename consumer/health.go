@@ -16,7 +16,7 @@ type Health struct {
 	// poison record stalls its next owner too).
 	Live bool `json:"live"`
 	// Ready: live, a broker answering, every needed topic present, in its
-	// group (assigned, possibly nothing, and heartbeats answered), and
+	// group (assigned, possibly nothing, and heartbeats taken), and
 	// nothing holds it back: no stalled partition (nor one whose record has
 	// waited StallTimeout while the member's work is held), no dead-letter
 	// write failing for a record not done, the last commit of every owned

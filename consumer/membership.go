@@ -49,8 +49,8 @@ type membership struct {
 	phase          memberPhase
 	outSince       time.Time // phaseOut: when the session failed
 	lastErr        error     // the latest group error; cleared by an assignment
-	answered       time.Time // the latest heartbeat answered, or the session's start
-	sentAt         time.Time // when the latest heartbeat answered was sent, or the session's start
+	answered       time.Time // when the latest heartbeat (or classic sync) was taken, or the session's start
+	sentAt         time.Time // when the latest one taken was sent, or the session's start
 	silenceWarned  bool      // the current silence was logged
 	assigning      bool      // the assigned callback takes up new partitions (committed offsets, parked sets)
 
@@ -221,8 +221,8 @@ func (m *membership) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 }
 
 // checkSilence begins a hold when the member, in a session or rebalancing
-// (it may own partitions), has had no heartbeat answered for holdAfter
-// since the last answered one was sent; cut is then called (outside the
+// (it may own partitions), has had no heartbeat taken for holdAfter
+// since the last one taken was sent; cut is then called (outside the
 // lock) to cut the attempts running. It returns when to check again: never
 // after the hold could be due.
 func (m *membership) checkSilence(now time.Time, cut func()) time.Duration {
@@ -246,7 +246,7 @@ func (m *membership) checkSilence(now time.Time, cut func()) time.Duration {
 	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Stringer("session_timeout", st).
 		Msg("group coordinator has taken no heartbeat for four fifths of the session timeout (none answered, or each refused, as NOT_COORDINATOR while it moves): holding this member's work " +
 			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
-			"it resumes when a heartbeat is answered. Check the brokers and the network between them and this member")
+			"it resumes once the session is seen going on (a second heartbeat taken in a session, or the assignment a rebalance ends with). Check the brokers and the network between them and this member")
 	cut()
 	return after
 }
@@ -288,7 +288,7 @@ func (m *membership) heldSince(holds0 uint64) bool {
 }
 
 // silentLocked reports, in a session, since when no heartbeat was
-// answered, and whether that is longer than the session timeout.
+// taken, and whether that is longer than the session timeout.
 func (m *membership) silentLocked(now time.Time) (time.Time, bool) {
 	return m.answered, m.phase == phaseInSession && now.Sub(m.answered) > m.sessionTimeout
 }
@@ -329,10 +329,14 @@ func (m *membership) reason(now time.Time) string {
 	since, silent := m.silentLocked(now)
 	switch { // a silence or a hold first: the group may count the member gone, also while it takes up partitions
 	case silent:
-		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each refused while the coordinator moves), longer than the session timeout %v: the group counts this member gone; its work is held until the coordinator takes one (check the coordinator's broker)",
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each answered with an error such as NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moving or loading), longer than the session timeout %v: the group counts this member gone; not ready until the coordinator takes one, and its work stays held until the session is seen going on (check the coordinator's broker)",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.held.Load() != nil:
-		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each refused while the coordinator moves), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator takes heartbeats again",
+		if g := m.held.Load(); m.answered.After(g.since) { // taken again, the hold not over yet
+			return fmt.Sprintf("group %q: this member holds its work (handlers cancelled, none started) since %s (%v), begun near the session timeout %v with no heartbeat taken; the coordinator takes them again: the work resumes at the second taken in a session, or at the assignment a rebalance ends with",
+				m.group, g.since.UTC().Format(time.RFC3339), now.Sub(g.since).Round(100*time.Millisecond), m.sessionTimeout)
+		}
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each answered with an error such as NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moving or loading), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator takes heartbeats again",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.assigning:
 		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lanesdev/lanes/consumer/internal/groupwire"
 )
 
 // TestHeartbeatsTakenOnTheWire: a member's heartbeats, read on its own
@@ -105,5 +108,44 @@ func TestAnswerOptsKeepTLS(t *testing.T) {
 		}
 	case <-time.After(testTimeout):
 		t.Fatal("the group client never dialed")
+	}
+}
+
+// TestHoldReasonOnceHeartbeatsTaken: readiness names a silence hold truly
+// on both sides of the first heartbeat taken again. Before it, no
+// heartbeat is taken; after it the hold lasts (it ends at the second taken
+// in a session: the first may answer one sent before the hold), and
+// readiness says heartbeats are taken again, not that none is.
+func TestHoldReasonOnceHeartbeatsTaken(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	lg := zerolog.Nop()
+	m := newMembership("g", &lg)
+	m.clock = func() time.Time { return clock }
+	m.sessionTimeout = 10 * time.Second
+	m.assigned(func(context.Context, *kgo.Client, map[string][]int32) {})(context.Background(), nil, map[string][]int32{"t": {0}})
+	clock = clock.Add(9 * time.Second) // past four fifths of the session timeout, within it
+	m.checkSilence(clock, func() {})
+	if m.gate() == nil {
+		t.Fatal("no hold 9 s into a 10 s session with no heartbeat taken")
+	}
+	if r := m.reason(clock); !strings.Contains(r, `group "g": no heartbeat taken since`) {
+		t.Fatalf("reason in a hold, none taken: %q; want it to say no heartbeat is taken", r)
+	}
+	take := func() {
+		m.onAnswer(groupwire.Answer{Key: int16(kmsg.ConsumerGroupHeartbeat), Sent: clock.Add(-10 * time.Millisecond)})
+	}
+	clock = clock.Add(500 * time.Millisecond)
+	take()
+	if m.gate() == nil {
+		t.Fatal("the hold ended at the first heartbeat taken; it ends at the second")
+	}
+	r := m.reason(clock)
+	if strings.Contains(r, "no heartbeat taken since") || !strings.Contains(r, "the coordinator takes them again") {
+		t.Fatalf("reason in a hold after a heartbeat was taken: %q; want it to say they are taken again", r)
+	}
+	clock = clock.Add(500 * time.Millisecond)
+	take()
+	if m.gate() != nil || m.reason(clock) != "" {
+		t.Fatalf("after a second heartbeat taken: hold %v, reason %q; want the hold over and no reason", m.gate() != nil, m.reason(clock))
 	}
 }

@@ -78,7 +78,7 @@ func newMetrics(stats func() Stats, group string, mp metric.MeterProvider) (*met
 	stalls := ctr("lanes.consumer.stalls", "Partitions reported stalled.")
 	rebalances := ctr("lanes.consumer.rebalances", "Partition assignments received.")
 	overruns := ctr("lanes.consumer.revoke.overruns", "Partitions a revoke gave up while a handler that ignored its cancelled context still ran.")
-	holds := ctr("lanes.consumer.silence.holds", "Times the member held its work because its group coordinator answered no heartbeat for four fifths of the session timeout.")
+	holds := ctr("lanes.consumer.silence.holds", "Times the member held its work because its group coordinator took no heartbeat (none answered, or each refused) for four fifths of the session timeout.")
 	commitFail := ctr("lanes.consumer.commit.failures", "Failed commit requests.")
 	panics := ctr("lanes.consumer.handler.panics", "Handler panics recovered.")
 	truncations := ctr("lanes.consumer.truncations", "Fetches that found their partition's log truncated (offsets reused).")

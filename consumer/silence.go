@@ -5,17 +5,17 @@ import (
 	"time"
 )
 
-// The silence hold. A member whose group coordinator answers no heartbeat
+// The silence hold. A member whose group coordinator takes no heartbeat
 // is counted gone by the group once the session timeout passes, measured
 // from the last heartbeat the coordinator received; its partitions then go
 // to other members, which start their sessions at once. The member itself
 // learns it only when the coordinator answers again: until then it would
 // go on handling records that another member is handling too. So a member
 // holds its work before that can happen: once no heartbeat sent in the
-// last four fifths of the session timeout has been answered
-// (holdAfter), it cancels the contexts of the attempts running and starts
+// last four fifths of the session timeout has been taken (answered with
+// no error; holdAfter), it cancels the contexts of the attempts running and starts
 // none, in every lane, until the session is seen going on (a second
-// heartbeat answered in a session: the first answer may be the one that
+// heartbeat taken in a session: the first answer may be the one that
 // fences the member, and franz-go ends the session before it sends
 // another; or the assignment after a classic sync answered) or it ends
 // (partitions lost: they are released as usual). A hold can begin, and
@@ -27,7 +27,7 @@ import (
 // member may own its partition.
 
 // errGroupSilent marks the error of an attempt cut by a silence hold.
-var errGroupSilent = errors.New("consumer: work held: the group coordinator answers no heartbeat")
+var errGroupSilent = errors.New("consumer: work held: the group coordinator takes no heartbeat")
 
 // holdAfter is the silence, counted from the sending of the last heartbeat
 // answered, after which a member holds its work: four fifths of the

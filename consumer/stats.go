@@ -55,7 +55,7 @@ type Stats struct {
 	// heartbeat for four fifths of the session timeout.
 	SilenceHolds int64 `json:"silence_holds"`
 	// WorkHeld names what holds this member's work as a whole now:
-	// "silence hold" (its group coordinator answers no heartbeat),
+	// "silence hold" (its group coordinator takes no heartbeat),
 	// "breaker open", both, or "" when nothing does. While it is set the
 	// stall clocks are paused and no partition is stalled
 	// (PartitionStats.StalledFor).
