@@ -118,10 +118,7 @@ func TestAnswerOptsKeepTLS(t *testing.T) {
 // readiness says heartbeats are taken again, not that none is.
 func TestHoldReasonOnceHeartbeatsTaken(t *testing.T) {
 	clock := time.Unix(1_000_000, 0)
-	lg := zerolog.Nop()
-	m := newMembership("g", &lg)
-	m.clock = func() time.Time { return clock }
-	m.sessionTimeout = 10 * time.Second
+	m := clockedMembership(&clock, 10*time.Second)
 	m.assigned(func(context.Context, *kgo.Client, map[string][]int32) {})(context.Background(), nil, map[string][]int32{"t": {0}})
 	clock = clock.Add(9 * time.Second) // past four fifths of the session timeout, within it
 	m.checkSilence(clock, func() {})

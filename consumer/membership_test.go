@@ -381,10 +381,7 @@ func TestNotReadyWhileTakingUpAssignment(t *testing.T) {
 // group may count the member gone, which matters more than the take-up.
 func TestTakingUpDoesNotHideSilence(t *testing.T) {
 	clock := time.Unix(1_000_000, 0)
-	lg := zerolog.Nop()
-	m := newMembership("g", &lg)
-	m.clock = func() time.Time { return clock }
-	m.sessionTimeout = 10 * time.Second
+	m := clockedMembership(&clock, 10*time.Second)
 	var during string
 	m.assigned(func(context.Context, *kgo.Client, map[string][]int32) {
 		clock = clock.Add(11 * time.Second) // no heartbeat answered meanwhile
@@ -409,4 +406,14 @@ func TestTakingUpClearsAfterPanic(t *testing.T) {
 	if r := m.reason(time.Now()); r != "" {
 		t.Fatalf("reason after the assigned callback panicked: %q; want none", r)
 	}
+}
+
+// clockedMembership is group "g"'s membership, silent in its logs, on the
+// fake clock *clock, with session timeout st.
+func clockedMembership(clock *time.Time, st time.Duration) *membership {
+	lg := zerolog.Nop()
+	m := newMembership("g", &lg)
+	m.clock = func() time.Time { return *clock }
+	m.sessionTimeout = st
+	return m
 }
