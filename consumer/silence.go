@@ -13,15 +13,15 @@ import (
 // go on handling records that another member is handling too. So a member
 // holds its work before that can happen: once no heartbeat sent in the
 // last four fifths of the session timeout has been taken (answered with
-// no error; holdAfter), it cancels the contexts of the attempts running and starts
-// none, in every lane, until the session is seen going on (a second
-// heartbeat taken in a session: the first answer may be the one that
-// fences the member, and franz-go ends the session before it sends
-// another; or the assignment after a classic sync answered) or it ends
+// no error; holdAfter), it cancels the contexts of the attempts running
+// and starts none, in every lane, until the session is seen going on (a
+// second heartbeat taken in a session: the first answer may be the one
+// that fences the member, and franz-go ends the session before it sends
+// another; or the assignment after a classic sync taken) or it ends
 // (partitions lost: they are released as usual). A hold can begin, and
-// lasts, while the member rebalances (it keeps the partitions not revoked)
-// and during the shutdown's drain. The records
-// stay where they are; an attempt cut by the hold, or failing while it
+// lasts, while the member rebalances (it keeps the partitions not
+// revoked) and during the shutdown's drain. The records stay where they
+// are; an attempt cut by the hold, or failing while it
 // holds, is not counted against its retry budget nor by the breaker. A
 // handler that honours its context therefore never runs when another
 // member may own its partition.
