@@ -244,7 +244,7 @@ func (m *membership) checkSilence(now time.Time, cut func()) time.Duration {
 	sent, st := m.sentAt, m.sessionTimeout
 	m.mu.Unlock()
 	m.log.Warn().Str("group", m.group).Time("last_answered_sent", sent).Stringer("session_timeout", st).
-		Msg("group coordinator has taken no heartbeat for four fifths of the session timeout (none answered, or each refused, as NOT_COORDINATOR while it moves): holding this member's work " +
+		Msg("group coordinator has taken no heartbeat for four fifths of the session timeout (" + untaken + "): holding this member's work " +
 			"(running handlers cancelled, none started) so that none runs while the group may give its partitions to another member; " +
 			"it resumes once the session is seen going on (a second heartbeat taken in a session, or the assignment a rebalance ends with). Check the brokers and the network between them and this member")
 	cut()
@@ -304,9 +304,14 @@ func (m *membership) watch(now time.Time) {
 	m.mu.Unlock()
 	if warn {
 		m.log.Warn().Str("group", m.group).Time("since", since).Stringer("session_timeout", st).
-			Msg("group coordinator has taken no heartbeat for longer than the session timeout (none answered, or each refused): the group counts this member gone and gives its partitions to others; not ready until it rejoins")
+			Msg("group coordinator has taken no heartbeat for longer than the session timeout (" + untaken + "): the group counts this member gone and gives its partitions to others; not ready until it rejoins")
 	}
 }
+
+// untaken says what a heartbeat not taken is, in the silence's log lines
+// and readiness reasons: onAnswer counts only an answer with no error
+// (and a classic heartbeat's REBALANCE_IN_PROGRESS).
+const untaken = "none answered, or each answered with an error such as NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moving or loading"
 
 // reason is the readiness reason about the group, or "".
 func (m *membership) reason(now time.Time) string {
@@ -327,16 +332,16 @@ func (m *membership) reason(now time.Time) string {
 		return fmt.Sprintf("not in group %q since %s: %s; rejoining", m.group, m.outSince.UTC().Format(time.RFC3339), why)
 	}
 	since, silent := m.silentLocked(now)
+	held := m.held.Load()
 	switch { // a silence or a hold first: the group may count the member gone, also while it takes up partitions
 	case silent:
-		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each answered with an error such as NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moving or loading), longer than the session timeout %v: the group counts this member gone; not ready until the coordinator takes one, and its work stays held until the session is seen going on (check the coordinator's broker)",
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; "+untaken+"), longer than the session timeout %v: the group counts this member gone; not ready until the coordinator takes one, and its work stays held until the session is seen going on (check the coordinator's broker)",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
-	case m.held.Load() != nil:
-		if g := m.held.Load(); m.answered.After(g.since) { // taken again, the hold not over yet
-			return fmt.Sprintf("group %q: this member holds its work (handlers cancelled, none started) since %s (%v), begun near the session timeout %v with no heartbeat taken; the coordinator takes them again: the work resumes at the second taken in a session, or at the assignment a rebalance ends with",
-				m.group, g.since.UTC().Format(time.RFC3339), now.Sub(g.since).Round(100*time.Millisecond), m.sessionTimeout)
-		}
-		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; none answered, or each answered with an error such as NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moving or loading), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator takes heartbeats again",
+	case held != nil && m.answered.After(held.since): // taken again, the hold not over yet
+		return fmt.Sprintf("group %q: this member holds its work (handlers cancelled, none started) since %s (%v), begun near the session timeout %v with no heartbeat taken; the coordinator takes them again: the work resumes at the second taken in a session, or at the assignment a rebalance ends with",
+			m.group, held.since.UTC().Format(time.RFC3339), now.Sub(held.since).Round(100*time.Millisecond), m.sessionTimeout)
+	case held != nil:
+		return fmt.Sprintf("group %q: no heartbeat taken since %s (%v; "+untaken+"), near the session timeout %v: this member holds its work (handlers cancelled, none started) until the coordinator takes heartbeats again",
 			m.group, since.UTC().Format(time.RFC3339), now.Sub(since).Round(100*time.Millisecond), m.sessionTimeout)
 	case m.assigning:
 		return fmt.Sprintf("group %q: taking up newly assigned partitions (reading their committed offsets and, with parking, rebuilding their parked sessions); they are handled once that is done", m.group)

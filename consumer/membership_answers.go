@@ -24,7 +24,6 @@ import (
 // DialTLSConfig is then cleared, the wrapped function dialing TLS itself.
 func (c *Consumer) answerOpts() ([]kgo.Opt, error) {
 	probe, err := kgo.NewClient(c.groupOpts()...) // c.wire is not set yet
-
 	if err != nil {
 		return nil, err
 	}
