@@ -37,10 +37,9 @@ import (
 // run loop resumed it), and only then closes the cluster; a sleep asked
 // for after that does not sleep.
 type asleep struct {
-	mu      sync.Mutex
-	once    sync.Once // close: the test's own, then its cleanup's
-	closed  bool
-	closing chan struct{} // closed by env.close: every sleep wakes
+	mu      sync.Mutex    // orders a sleep's start (wg.Add) before close's wait
+	once    sync.Once     // close: the test's own, then its cleanup's
+	closing chan struct{} // closed by env.close: every sleep wakes, none starts
 	wg      sync.WaitGroup
 
 	beforeClose func() // a test's hook, between the wait and the close
@@ -49,9 +48,14 @@ type asleep struct {
 // wrapEnv is the env of the cluster c, which it closes at the test's end
 // once no control function sleeps.
 func wrapEnv(t *testing.T, c *kfake.Cluster) *env {
-	e := &env{t: t, c: c, addrs: c.ListenAddrs(), asleep: &asleep{closing: make(chan struct{})}}
+	e := envOf(t, c)
 	t.Cleanup(e.close)
 	return e
+}
+
+// envOf is the env of the cluster c; its caller closes it (env.close).
+func envOf(t *testing.T, c *kfake.Cluster) *env {
+	return &env{t: t, c: c, addrs: c.ListenAddrs(), asleep: &asleep{closing: make(chan struct{})}}
 }
 
 // sleep is kfake's SleepControl until wake is closed, or the test ends. It
@@ -84,9 +88,11 @@ func (e *env) sleepUntil(wait func(closing <-chan struct{})) {
 		panic("consumer test: env.sleep on an env not made by wrapEnv (newEnv, newGroupEnv, topicsEnv)")
 	}
 	s.mu.Lock()
-	if s.closed {
+	select {
+	case <-s.closing: // the test ended: no sleep
 		s.mu.Unlock()
 		return
+	default:
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -104,7 +110,6 @@ func (e *env) close() {
 func (e *env) closeOnce() {
 	s := e.asleep
 	s.mu.Lock()
-	s.closed = true
 	close(s.closing)
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -156,7 +161,7 @@ func TestEnvSleepsEndBeforeClose(t *testing.T) {
 }
 
 // sleepCloseRound is round i of TestEnvSleepsEndBeforeClose: a ListOffsets
-// request whose control function sleeps through env.sleep, and env.close
+// request whose control function sleeps through env.sleep, then env.close
 // (deferred: also after a failure) with i%64*20 scheduler yields between
 // its wait and the cluster's close.
 func sleepCloseRound(t *testing.T, i int) {
@@ -164,8 +169,18 @@ func sleepCloseRound(t *testing.T, i int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, c: c, addrs: c.ListenAddrs(), asleep: &asleep{closing: make(chan struct{})}}
-	defer e.close() // after a failure before the request; else a no-op (done below)
+	e := envOf(t, c)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
+	if err != nil {
+		e.close()
+		t.Fatal(err)
+	}
+	var asked sync.WaitGroup
+	defer func() { // the close first: it ends the sleep the request waits on
+		e.close()
+		cl.Close()
+		asked.Wait()
+	}()
 	e.asleep.beforeClose = func() {
 		for range i % 64 * 20 {
 			runtime.Gosched()
@@ -180,16 +195,6 @@ func sleepCloseRound(t *testing.T, i int) {
 		e.sleep(nil) // until env.close
 		return nil, nil, false
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var asked sync.WaitGroup
-	defer func() { // the close first: it ends the sleep the request waits on
-		e.close()
-		cl.Close()
-		asked.Wait()
-	}()
 	asked.Go(func() { askListOffsets(cl) })
 	select {
 	case <-in:

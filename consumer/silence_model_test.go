@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,10 +60,7 @@ func runSilenceModel(t *testing.T, seed uint64, steps int) bool {
 	after := holdAfter(st)
 	start := time.Unix(1_700_000_000, 0)
 	clock := start
-	nop := zerolog.Nop()
-	m := newMembership("g", &nop)
-	m.clock = func() time.Time { return clock }
-	m.sessionTimeout = st
+	m := clockedMembership(&clock, st)
 	ref := &silenceModel{now: clock, phase: phaseJoining}
 	noop := func(context.Context, *kgo.Client, map[string][]int32) {}
 	ps := map[string][]int32{"t": {0}}
