@@ -16,6 +16,9 @@ func TestUndecodable(t *testing.T) {
 	if permanentReason(Permanent(base)) != ReasonPermanent || Undecodable(nil) != nil {
 		t.Fatal("Permanent's reason changed, or Undecodable(nil) != nil")
 	}
+	if r := permanentReason(fmt.Errorf("wrapped: %w", base)); r != "" {
+		t.Fatalf("permanentReason of an error not marked permanent = %q; want none (it would be dead-lettered at once)", r)
+	}
 }
 
 // TestIsUndecodable: IsUndecodable tells an Undecodable error, however

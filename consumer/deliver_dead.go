@@ -14,6 +14,7 @@ import (
 
 	"github.com/lanesdev/lanes/consumer/internal/parkwire"
 	"github.com/lanesdev/lanes/tracing"
+	"github.com/rs/zerolog"
 )
 
 // A record given up to the dead-letter topic by its lane (deliver.go,
@@ -51,6 +52,7 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 		return false // skipped as stalled: the skipper wrote its copy
 	}
 	rec := c.dlq.record(w.rec, cause.Error(), reason, m.Attempt)
+	lg := c.recordLog(span, w) // every way out of the loop logs
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = c.cfg.Retry.InitialInterval
 	bo.MaxInterval = c.cfg.Retry.MaxInterval
@@ -73,16 +75,15 @@ func (c *Consumer) deadLetter(w *work, m *Message, cause error, reason Reason, s
 		}
 		if err == nil {
 			c.stats.deadLettered(reason)
-			l := c.recordLog(span, w)
-			l.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Bool("in_transaction", c.tx != nil).
+			lg.Warn().Int("attempts", m.Attempt).Str("reason", string(reason)).AnErr("cause", cause).Bool("in_transaction", c.tx != nil).
 				Msg("record dead-lettered")
 			return true
 		}
 		if w.p.isFenced() {
-			c.dlqGivenUp(w, span, err)
+			c.dlqGivenUp(w, &lg, err)
 			return false
 		}
-		wait := c.reportDLQFailure(w, span, err)
+		wait := c.reportDLQFailure(w, &lg, err)
 		if retriable(err) {
 			wait = bo.NextBackOff()
 		}
@@ -116,31 +117,29 @@ func (c *Consumer) fitsDead(in, rec *kgo.Record) error {
 	return nil
 }
 
-// dlqGivenUp reports a failed DLQ write of w's record whose partition is
-// being given up (revoked, lost, shutting down): no retry; the record is
-// left undone, the shutdown names it in ErrUnfinished, and the partition's
-// next owner runs it again.
-func (c *Consumer) dlqGivenUp(w *work, span trace.Span, err error) {
+// dlqGivenUp reports, in lg (the record's log), a failed DLQ write of w's
+// record whose partition is being given up (revoked, lost, shutting down):
+// no retry; the record is left undone, the shutdown names it in
+// ErrUnfinished, and the partition's next owner runs it again.
+func (c *Consumer) dlqGivenUp(w *work, lg *zerolog.Logger, err error) {
 	if errors.Is(err, context.Canceled) { // ended by the revoke or shutdown: no failure
 		w.p.dlqCut(w.seq, w.rec.Offset, time.Now())
-		l := c.recordLog(span, w)
-		l.Info().Str("dlq", c.cfg.DeadLetterTopic).
+		lg.Info().Str("dlq", c.cfg.DeadLetterTopic).
 			Msg("dead-letter write ended by the revoke or shutdown before the broker answered: the record is left undone; its next owner runs it again")
 		return
 	}
 	c.stats.dlqFailures.Add(1)
 	w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
-	l := c.recordLog(span, w)
-	l.Warn().Err(err).Str("dlq", c.cfg.DeadLetterTopic).
+	lg.Warn().Err(err).Str("dlq", c.cfg.DeadLetterTopic).
 		Msg("dead-letter write failed while the partition is given up (revoke or shutdown): the record is left undone; its next owner runs it again")
 }
 
-// reportDLQFailure counts and reports a failed DLQ write of w's record, and
-// returns the wait before the next try of a write that is not retriable.
-func (c *Consumer) reportDLQFailure(w *work, span trace.Span, err error) time.Duration {
+// reportDLQFailure counts and reports, in l (the record's log), a failed
+// DLQ write of w's record, and returns the wait before the next try of a
+// write that is not retriable.
+func (c *Consumer) reportDLQFailure(w *work, l *zerolog.Logger, err error) time.Duration {
 	c.stats.dlqFailures.Add(1)
 	first := w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
-	l := c.recordLog(span, w)
 	switch {
 	case !retriable(err) && first:
 		c.stats.dlqBlocked.Add(1)

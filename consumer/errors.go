@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 )
 
@@ -118,22 +117,4 @@ func IsPermanent(err error) bool {
 // from one marked only with [Permanent].
 func IsUndecodable(err error) bool {
 	return errors.Is(err, errUndecodable)
-}
-
-// permanentReason is the dead-letter reason of a permanent err.
-func permanentReason(err error) Reason {
-	var p *permanentError
-	if errors.As(err, &p) {
-		return p.reason
-	}
-	return ReasonPermanent
-}
-
-// exhaustedReason is the dead-letter reason of a record whose retry budget
-// err spent: its last attempt timed out, or its retries ran out.
-func exhaustedReason(err error) Reason {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return ReasonTimeout
-	}
-	return ReasonRetriesExhausted
 }

@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -10,6 +12,8 @@ import (
 // dead-letter topic and parking (ParkPolicy) decide it from the error and
 // the record's tries so far, with no I/O: deliver.go acts on the verdict
 // (waits and tries again, dead-letters, or hands the record to parking).
+// The dead-letter reasons a verdict names are read from the error here
+// (permanentReason, exhaustedReason).
 
 // tries is one record's retry state across its attempts in its lane.
 type tries struct {
@@ -63,10 +67,11 @@ func (c *Consumer) next(t *tries, err error, now time.Time) verdict {
 // *bo is the record's backoff, made here on its first failure.
 func (c *Consumer) failed(err error, spent int, bo *backoff.BackOff) verdict {
 	pol := c.cfg.Retry
-	v := verdict{step: stepRetry, perm: IsPermanent(err)}
+	perm := permanentReason(err)
+	v := verdict{step: stepRetry, perm: perm != ""}
 	switch {
 	case v.perm && c.cfg.DeadLetterTopic != "":
-		v.reason = permanentReason(err)
+		v.reason = perm
 	case !pol.Forever && spent >= pol.MaxAttempts:
 		v.reason = exhaustedReason(err)
 	}
@@ -81,4 +86,23 @@ func (c *Consumer) failed(err error, spent int, bo *backoff.BackOff) verdict {
 		v.step = stepDead
 	}
 	return v
+}
+
+// permanentReason is the dead-letter reason of err when it is permanent
+// (marked with Permanent or Undecodable: IsPermanent), else "".
+func permanentReason(err error) Reason {
+	var p *permanentError
+	if errors.As(err, &p) {
+		return p.reason
+	}
+	return ""
+}
+
+// exhaustedReason is the dead-letter reason of a record whose retry budget
+// err spent: its last attempt timed out, or its retries ran out.
+func exhaustedReason(err error) Reason {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ReasonTimeout
+	}
+	return ReasonRetriesExhausted
 }
