@@ -68,6 +68,21 @@ func (c *Consumer) admitLane(l *lane, w *work) bool {
 	return false
 }
 
+// joinsBatch reports whether w rides in the batch (NewBatch) whose head,
+// head, admitLane just let go: the head's admission covers w when w uses
+// the head's resource (the batch's attempt takes one slot of it, and a
+// rate counts the batch as its head) and is of the head's session, or of
+// a session that nothing can hold (control.Gate.Free). A lane shared by
+// sessions (OrderPartition, OrderNone) so never hands a paused or limited
+// session's record to another session's batch: its batch ends there, and
+// that record is its next batch's head, admitted on its own.
+func (c *Consumer) joinsBatch(head, w *work) bool {
+	if w.resource != head.resource {
+		return false
+	}
+	return w.session == head.session || c.ctl.Free(controlKey(w), "", &w.ticket)
+}
+
 // restartStalls has the partitions of the records ws start their stall
 // clocks again at their next check: the records waited in a sleeping lane,
 // and each has its whole StallTimeout from now on.

@@ -39,6 +39,10 @@ type laneSet struct {
 	// the shard's lock whether a lane's head may be taken now; when not,
 	// the lane sleeps (lane.asleep) and its wake starts it again.
 	admit func(*lane, *work) bool
+	// joins, when set (per-session control), says whether a record rides
+	// in the batch whose head admit let go (nextN): the head's admission
+	// covers it. A batch ends before the first record it does not cover.
+	joins func(head, w *work) bool
 	// batch, when set (NewBatch), handles up to maxBatch records at a time
 	// in place of process.
 	batch    func(*lane, []*work)
@@ -265,9 +269,11 @@ func (s *shard) nextN(l *lane, max int) []*work {
 	}
 	// One partition per batch: the head's fence then covers every record
 	// of it, so a revoke stops the whole batch and its drain never waits on
-	// a record waiting behind another partition's head.
-	n := 1
-	for n < min(len(l.queue), max) && l.queue[n].p == l.queue[0].p {
+	// a record waiting behind another partition's head. With control on,
+	// the head's admission must cover each record too (joins): a paused
+	// session's record never rides in another session's batch.
+	n, head := 1, l.queue[0]
+	for n < min(len(l.queue), max) && l.queue[n].p == head.p && (s.lanesOf.joins == nil || s.lanesOf.joins(head, l.queue[n])) {
 		n++
 	}
 	l.held = append(l.held, l.queue[:n]...)

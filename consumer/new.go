@@ -96,7 +96,7 @@ func build(cfg Config) (*Consumer, error) {
 // gateLanes puts the control gate before the lanes' heads, when on.
 func (c *Consumer) gateLanes() {
 	if c.ctl != nil {
-		c.lanes.admit = c.admitLane
+		c.lanes.admit, c.lanes.joins = c.admitLane, c.joinsBatch
 	}
 }
 
