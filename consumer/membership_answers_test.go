@@ -62,7 +62,9 @@ func TestHeartbeatsTakenOnTheWire(t *testing.T) {
 // TestAnswerOptsKeepTLS: a DialTLSConfig in ClientOptions still dials
 // TLS once the dial function is wrapped (its first byte is a TLS
 // handshake record), and a group-only option in ClientOptions does not
-// make the dial function unreadable.
+// make the dial function unreadable. The failed dial reaches the broker
+// watch hooked by groupOpts (this test's Consumer once lacked it, and a
+// dial failing before Close crashed the package's tests on a nil watch).
 func TestAnswerOptsKeepTLS(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,7 +89,8 @@ func TestAnswerOptsKeepTLS(t *testing.T) {
 	c := &Consumer{cfg: Config{Brokers: []string{ln.Addr().String()}, Group: "g", ClientOptions: []kgo.Opt{
 		kgo.DialTLSConfig(&tls.Config{InsecureSkipVerify: true}), // the listener is not a broker: nothing is verified
 		kgo.AutoCommitCallback(func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error) {}),
-	}, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait}, member: newMembership("g", &nop), clientCtx: ctx}
+	}, Logger: &nop, FetchMaxWait: DefaultFetchMaxWait}, member: newMembership("g", &nop), clientCtx: ctx,
+		reach: newBrokerWatch([]string{ln.Addr().String()}, &nop)} // groupOpts hooks it
 	wire, err := c.answerOpts()
 	if err != nil {
 		t.Fatalf("answerOpts: %v", err)
@@ -99,8 +102,12 @@ func TestAnswerOptsKeepTLS(t *testing.T) {
 	}
 	defer cl.Close()
 	pctx, pcancel := context.WithTimeout(ctx, testTimeout)
-	defer pcancel()
-	go func() { _ = cl.Ping(pctx) }()
+	pinged := make(chan struct{})
+	go func() { // owned here: ended and waited for below
+		defer close(pinged)
+		_ = cl.Ping(pctx)
+	}()
+	defer func() { pcancel(); <-pinged }()
 	select {
 	case b := <-first:
 		if b != 0x16 {
@@ -109,6 +116,9 @@ func TestAnswerOptsKeepTLS(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("the group client never dialed")
 	}
+	// The listener hangs up: the handshake fails, and the client's hooks
+	// (the broker watch among them) see the failed dial before Close.
+	waitFor(t, "the failed dial seen by the broker watch", c.reach.down.Load, func() string { return c.reach.reason() })
 }
 
 // TestHoldReasonOnceHeartbeatsTaken: readiness names a silence hold truly
