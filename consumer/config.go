@@ -255,7 +255,8 @@ type Config struct {
 	// With parking on, only a record whose handler attempt is running (a
 	// hung or slow handler) is skipped: one failing between attempts is
 	// parked by its lane (Park.After, Park.AfterAttempts), its session's
-	// order kept. Default: false (report only).
+	// order kept. It needs DeadLetterTopic (New refuses it without one).
+	// Default: false (report only).
 	SkipStalled bool
 	// DisableCompletedOffsets stops recording, in the commit metadata, the
 	// offsets completed above the committed watermark. With it set, a

@@ -30,6 +30,7 @@ func TestConfigValidation(t *testing.T) {
 		{"empty topic", func(c *Config) { c.Topics = []string{"a", ""} }, "Topics"},
 		{"no DLQ", func(c *Config) { c.DeadLetterTopic = "" }, "DeadLetterTopic"},
 		{"no DLQ, retry forever", func(c *Config) { c.DeadLetterTopic = ""; c.Retry.Forever = true }, ""},
+		{"skip stalled, no DLQ", func(c *Config) { c.DeadLetterTopic = ""; c.Retry.Forever = true; c.SkipStalled = true }, "SkipStalled"},
 		{"DLQ is consumed", func(c *Config) { c.DeadLetterTopic = "t" }, "DeadLetterTopic"},
 		{"bad start", func(c *Config) { c.StartOffset = 7 }, "StartOffset"},
 		{"negative shards", func(c *Config) { c.Shards = -1 }, "Shards"},

@@ -46,6 +46,9 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.DeadLetterTopic == "" && !cfg.Retry.Forever {
 		return bad("DeadLetterTopic", "required unless Retry.Forever is set (records that fail permanently need somewhere to go)")
 	}
+	if cfg.DeadLetterTopic == "" && cfg.SkipStalled {
+		return bad("SkipStalled", "needs DeadLetterTopic: a stalled record is skipped by writing it there; set DeadLetterTopic or turn SkipStalled off")
+	}
 	for i, m := range cfg.Middleware {
 		if m == nil {
 			return bad("Middleware", "entry %d is nil", i)

@@ -39,7 +39,7 @@ func (c *Consumer) checkStalls(bg context.Context, now time.Time) {
 			switch {
 			case c.cfg.SkipStalled && c.park != nil && w != nil && !attemptRunning(w, l):
 				msg += "its handler is not running (a retry wait, a park or dead-letter write): with parking on, its lane parks a failing record (Park.After, Park.AfterAttempts) and SkipStalled leaves it; see the partition's Health reasons"
-			case c.cfg.SkipStalled:
+			case c.cfg.SkipStalled && w != nil:
 				msg += "SkipStalled dead-letters it (reason stalled) and the partition moves on"
 			default:
 				msg += "the partition waits for it: look at that session's handler (its error or why it does not return)"
