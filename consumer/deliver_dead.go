@@ -141,7 +141,7 @@ func (c *Consumer) reportDLQFailure(w *work, l *zerolog.Logger, err error) time.
 	c.stats.dlqFailures.Add(1)
 	first := w.p.dlqFailure(w.seq, w.rec.Offset, err, time.Now())
 	switch {
-	case !retriable(err) && first:
+	case !retriable(err) && w.p.dlqBlocked(w.seq): // its first failure that is not retriable, after any that were
 		c.stats.dlqBlocked.Add(1)
 		l.Error().Err(err).Str("dlq", c.cfg.DeadLetterTopic).Int("dlq_max_message_bytes", c.dlq.limit).
 			Msg("dead-letter copy cannot be written (not retriable): partition held; see PartitionStats.DeadLetterError")

@@ -285,3 +285,44 @@ func neverAnswerProduce(e *env) <-chan struct{} {
 	})
 	return sent
 }
+
+// TestDLQBlockedAfterRetriable: a record whose dead-letter write first
+// fails with a retriable error (the topic missing) and then with one that
+// is not (the topic, made since, takes less than the copy) is counted in
+// Stats.DeadLetterBlocked once. Before the fix only a first failure that
+// was not retriable counted, so the record held its partition for good
+// while DeadLetterBlocked said 0 and its error line was never logged.
+func TestDLQBlockedAfterRetriable(t *testing.T) {
+	e := newEnv(t, 1, "chats")
+	e.produceSized("chats", "big", 8000)
+	rec := newRecorder(1, func(context.Context, *Message) error { return Permanent(errors.New("poison")) })
+	cfg := e.config("g-dlq-blocked-late", "chats")
+	cfg.CommitTimeout = 300 * time.Millisecond
+	c, err := New(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	rec.wait(t)
+	eventually(t, "a failed dead-letter write (the topic missing)", func() bool { return c.Stats().DeadLetterFailures > 0 })
+	if s := c.Stats(); s.DeadLetterBlocked != 0 {
+		t.Fatalf("DeadLetterBlocked %d while the write fails for a missing topic (retriable); want 0", s.DeadLetterBlocked)
+	}
+	e.createTopic("dlq", "5000")
+	var failures int64
+	eventually(t, "MESSAGE_TOO_LARGE in the partition's stats", func() bool {
+		s := c.Stats()
+		failures = s.DeadLetterFailures
+		return len(s.Partitions) == 1 && strings.Contains(s.Partitions[0].DeadLetterError, "MESSAGE_TOO_LARGE")
+	})
+	// The lane writes again after reporting that failure: once it failed
+	// again, the report of the first MESSAGE_TOO_LARGE is in Stats.
+	eventually(t, "a further failed write", func() bool { return c.Stats().DeadLetterFailures > failures })
+	if s := c.Stats(); s.DeadLetterBlocked != 1 || s.Partitions[0].Watermark != 0 {
+		t.Fatalf("DeadLetterBlocked %d, watermark %d; want the record counted blocked once, holding its partition at 0",
+			s.DeadLetterBlocked, s.Partitions[0].Watermark)
+	}
+	if err := stop(); !errors.Is(err, ErrUnfinished) || !strings.Contains(err.Error(), "MESSAGE_TOO_LARGE") {
+		t.Fatalf("Run: %v; want ErrUnfinished naming the write that cannot succeed", err)
+	}
+}

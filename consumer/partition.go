@@ -303,12 +303,28 @@ func (p *partition) dlqFailure(seq uint64, offset int64, err error, now time.Tim
 	if !seen {
 		f = dlqFail{offset: offset, at: now}
 	}
-	f.err = err.Error()
+	f.err, f.cut = err.Error(), false // a cut write that then failed is failing
 	if p.dlqFails == nil {
 		p.dlqFails = map[uint64]dlqFail{}
 	}
 	p.dlqFails[seq] = f
 	return !seen
+}
+
+// dlqBlocked marks the failing dead-letter write of the record seq as
+// failed with an error that is not retriable, and reports whether this
+// is its first such mark (after dlqFailure recorded it): whatever the
+// failures before it were, the record is then counted blocked once.
+func (p *partition) dlqBlocked(seq uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, failing := p.dlqFails[seq]
+	if !failing || f.blocked {
+		return false
+	}
+	f.blocked = true
+	p.dlqFails[seq] = f
+	return true
 }
 
 // dlqCut records that the dead-letter write of the record seq (at offset)

@@ -97,6 +97,35 @@ func TestDeadLetterFailureTruncated(t *testing.T) {
 	}
 }
 
+// TestDeadLetterCutThenFailed: a dead-letter write that the shutdown cut
+// (not a failure: only named as unfinished) and that then fails for real
+// (the stall skipper's, cut, then the lane's own) is reported as failing:
+// a cut once hid the failure from Stats and Health for good. A record is
+// counted blocked once, at its first failure that is not retriable,
+// whatever failed before it.
+func TestDeadLetterCutThenFailed(t *testing.T) {
+	p := newPartition(context.Background(), partKey{"chats", 0}, 1, 1<<20, nil)
+	now := time.Now()
+	seqs := admitOffsets(p, 0)
+	p.dlqCut(seqs[0], 0, now)
+	if off, ok := p.deadLetterCut(); !ok || off != 0 {
+		t.Fatalf("cut at %d (%v), want 0", off, ok)
+	}
+	if ps := p.stats(now); ps.DeadLetterBlockedAt != -1 {
+		t.Fatalf("a cut write reported failing at %d", ps.DeadLetterBlockedAt)
+	}
+	p.dlqFailure(seqs[0], 0, errors.New("TOPIC_AUTHORIZATION_FAILED"), now)
+	if ps := p.stats(now); ps.DeadLetterBlockedAt != 0 || ps.DeadLetterError != "TOPIC_AUTHORIZATION_FAILED" {
+		t.Fatalf("blocked at %d (%q) after the cut write failed; want 0", ps.DeadLetterBlockedAt, ps.DeadLetterError)
+	}
+	if _, ok := p.deadLetterCut(); ok {
+		t.Fatal("a write that failed after its cut is still named as cut")
+	}
+	if !p.dlqBlocked(seqs[0]) || p.dlqBlocked(seqs[0]) {
+		t.Fatal("a record counted blocked other than once")
+	}
+}
+
 // TestCommitFailureClears: a partition's failed commit is reported until a
 // commit of it succeeds, or it has nothing left to commit.
 func TestCommitFailureClears(t *testing.T) {

@@ -148,8 +148,11 @@ type dlqFail struct {
 	at     time.Time // when its first write failed
 	// cut: the write did not fail, the shutdown (or a revoke) ended it
 	// before the broker answered; not reported as failing, only named by
-	// the shutdown as unfinished.
+	// the shutdown as unfinished. A write that fails after it clears it.
 	cut bool
+	// blocked: a write failed with an error that is not retriable, counted
+	// once in Stats.DeadLetterBlocked (dlqBlocked).
+	blocked bool
 }
 
 // newPartition makes the state of one assignment; its attempts run under a
