@@ -140,6 +140,9 @@ func (c *Consumer) deliverBatch(l *lane, b []*work) {
 			rep = nil // progress: the dependency answers
 		}
 		excused := c.brk != nil && c.breakerReport(b[0].p, ps.probe, rep)
+		if done > 0 && c.brk != nil { // the new head's failure: the outage's when the breaker opened meanwhile
+			excused = c.breakerExcuse(breakerOutcome(b[0].p, cause))
+		}
 		for _, w := range b[:done] {
 			w.p.finish(w.seq, true)
 		}

@@ -212,14 +212,7 @@ func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error)
 	if b == nil {
 		return false
 	}
-	o := breaker.Success
-	switch {
-	case err == nil:
-	case IsPermanent(err) || p.isFenced() || errors.Is(err, errGroupSilent): // a revoke, a loss, the shutdown or a silence hold cut it short
-		o = breaker.Neutral
-	default:
-		o = breaker.Failure
-	}
+	o := breakerOutcome(p, err)
 	now := time.Now()
 	tr, hung := b.Report(now, probe, o)
 	c.probeHung(hung, now)
@@ -238,8 +231,28 @@ func (c *Consumer) breakerReport(p *partition, probe breaker.ProbeID, err error)
 		c.log().Info().Stringer("open_for", time.Since(b.LastOpened())).
 			Msg("circuit breaker closed: a probe succeeded; fetching resumes")
 	}
-	if o == breaker.Failure && b.OpenNow() {
-		b.Excuse()
+	return c.breakerExcuse(o)
+}
+
+// breakerOutcome is what an attempt (of a record of partition p) that
+// returned err tells the breaker.
+func breakerOutcome(p *partition, err error) breaker.Outcome {
+	switch {
+	case err == nil:
+		return breaker.Success
+	case IsPermanent(err) || p.isFenced() || errors.Is(err, errGroupSilent): // a revoke, a loss, the shutdown or a silence hold cut it short
+		return breaker.Neutral
+	default:
+		return breaker.Failure
+	}
+}
+
+// breakerExcuse reports whether a failed attempt of outcome o is excused:
+// the breaker is open, so the failure is the outage's (counted in
+// BreakerStats' excused attempts), not its record's.
+func (c *Consumer) breakerExcuse(o breaker.Outcome) bool {
+	if o == breaker.Failure && c.brk.OpenNow() {
+		c.brk.Excuse()
 		return true
 	}
 	return false
