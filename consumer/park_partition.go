@@ -103,6 +103,14 @@ func (p *partition) parkUnreadLocked() bool {
 	return p.parkOffUnread
 }
 
+// parkTruncatedLocked tells the parked set that the source log was
+// truncated at offset at: its floors described the old log. p.mu held.
+func (p *partition) parkTruncatedLocked(at int64) {
+	if p.pk != nil {
+		p.pk.set.Truncated(at)
+	}
+}
+
 // parkCheck tells what a source record of lane at offset off is: done
 // before (seen: done at once), or of a parked session (forwarded).
 func (p *partition) parkCheck(lane string, off int64) (seen, parked bool) {

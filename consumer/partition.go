@@ -27,12 +27,14 @@ func (p *partition) admit(recs []*kgo.Record, hwm int64, drop []bool, run func(i
 		// commit, and the client reset. The metadata described the old log.
 		truncated++
 		p.prior = offsets.Skipper{}
+		p.parkTruncatedLocked(recs[0].Offset)
 	}
 	for i, r := range recs {
 		seq, cut := p.tr.Fetched(r.Offset)
 		if cut {
 			truncated++
 			p.prior = offsets.Skipper{} // it described the log before the truncation
+			p.parkTruncatedLocked(r.Offset)
 		}
 		switch {
 		case r.Attrs.IsControl():

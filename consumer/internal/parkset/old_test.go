@@ -165,13 +165,18 @@ func (ps *oldParkSet) dropHead(ss *oldParkedSession) {
 	ps.records--
 }
 
-// dropThrough drops s's records at or below source offset through, and
-// raises its floor to it (set by the marker at parkOff).
+// dropThrough drops s's records at or below source offset through, in
+// the order they were parked, stopping at one whose source offset is
+// below the one dropped before it (parked after a log truncation, at a
+// reused offset: a new record), and raises its floor to it (set by the
+// marker at parkOff).
 func (ps *oldParkSet) dropThrough(s string, ss *oldParkedSession, through, parkOff int64) {
 	if f, ok := ps.floor[s]; !ok || f.src <= through {
 		ps.floor[s] = floorMark{through, parkOff}
 	}
-	for ss != nil && len(ss.recs) > 0 && ss.recs[0].srcOffset <= through {
+	last := int64(-1)
+	for ss != nil && len(ss.recs) > 0 && ss.recs[0].srcOffset <= through && ss.recs[0].srcOffset >= last {
+		last = ss.recs[0].srcOffset
 		ps.dropHead(ss)
 	}
 }

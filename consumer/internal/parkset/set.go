@@ -272,13 +272,32 @@ func (ps *Set) dropHead(ss *parkedSession) {
 }
 
 // dropThrough drops the session's records at or below source offset
-// through, and raises its floor to it (set by the marker at parkOff).
+// through, in the order they were parked, and raises its floor to it (set
+// by the marker at parkOff). It stops at a record whose source offset is
+// below the one dropped before it: parked after a log truncation
+// (Truncated), at a reused offset, it is a new record, not done.
 func (ps *Set) dropThrough(ss *parkedSession, through, parkOff int64) {
 	if !ss.hasFloor || ss.floor.src <= through {
 		ss.floor, ss.hasFloor = floorMark{through, parkOff}, true
 	}
-	for len(ss.recs) > 0 && ss.recs[0].SrcOffset <= through {
+	last := int64(-1)
+	for len(ss.recs) > 0 && ss.recs[0].SrcOffset <= through && ss.recs[0].SrcOffset >= last {
+		last = ss.recs[0].SrcOffset
 		ps.dropHead(ss)
+	}
+}
+
+// Truncated tells the set that the source log was truncated at offset
+// at (an unclean leader election): records from at on are new ones, at
+// offsets reused. A floor at or above at described the old log: it falls
+// to at-1, so that no new record is taken for one done before (the entry
+// that set it stays needed until the commit passes it). Records parked
+// from the old log stay parked, and are retried.
+func (ps *Set) Truncated(at int64) {
+	for _, ss := range ps.sessions {
+		if ss.hasFloor && ss.floor.src >= at {
+			ss.floor.src = at - 1
+		}
 	}
 }
 
