@@ -47,6 +47,10 @@ type topicGrowth struct {
 	seen   map[int32]growCommit // what the group's last commits read say, per partition
 	settle map[int32]int64      // the old partitions' ends measured once Grace passed; nil before
 	told   int                  // the newest count whose change was logged
+	// from is when the member found the topic made again and started this
+	// part afresh (zero: never): a listing or a commit read before it may
+	// be of the old topic, and teaches nothing.
+	from time.Time
 }
 
 func newGrowth() *growth {
@@ -96,6 +100,32 @@ func (g *growth) learnLocked(t *topicGrowth, counts []int, since time.Time, obse
 	}
 }
 
+// recreated starts afresh the growth state of topics, found deleted and
+// made again at now (topics_loop.go: once the member's partitions of the
+// old topics are fenced and released, before the new ones are assigned):
+// the new topic's counts owe nothing to the old one's, which may be more
+// (a topic made again with fewer partitions would otherwise keep the old
+// count, and a later growth below it would go unnoticed). The old topics'
+// waits are dropped, not released (their records end with their fenced
+// partitions), and so are the sessions released on their partitions and
+// the starts not applied. Partitions of the old topics keep their part,
+// which no longer is their topic's.
+func (g *growth) recreated(topics []string, now time.Time) {
+	for _, topic := range topics {
+		g.holds.Gone(topic)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, topic := range topics {
+		g.topics[topic] = &topicGrowth{from: now}
+		for k := range g.starts {
+			if k.Topic == topic {
+				delete(g.starts, k)
+			}
+		}
+	}
+}
+
 // committedHistory reports whether a commit of the group on topic carried
 // a growth history (read at assignment, readCommits).
 func (g *growth) committedHistory(topic string) bool {
@@ -118,15 +148,16 @@ func (g *growth) history(topic string) regrow.History {
 }
 
 // readCommits takes in the growth sections of the group's commits (every
-// partition of the topics this member knows): their histories teach it
-// counts, their floors release waits, and a settled newest count settles
-// its own change.
+// partition of the topics this member knows), read at now or later: their
+// histories teach it counts, their floors release waits, and a settled
+// newest count settles its own change. Those of a topic made again since
+// now are left out: they may be the old topic's.
 func (g *growth) readCommits(resps kadm.OffsetResponses, now time.Time) (settled []settling) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for topic, parts := range resps {
 		t := g.topics[topic]
-		if t == nil {
+		if t == nil || now.Before(t.from) {
 			continue
 		}
 		t.seen = map[int32]growCommit{}

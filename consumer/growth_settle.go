@@ -45,9 +45,13 @@ func (g *growth) endsWanted(now time.Time, grace time.Duration) []string {
 
 // measured takes in a listing of end offsets sent at asOf: the waits that
 // began before it get their barriers, the changes due to settle their
-// ends, and the topics' counts are learnt.
+// ends, and the topics' counts are learnt. A topic made again since asOf
+// is left out: the listing may be of the old topic.
 func (g *growth) measured(ends kadm.ListedOffsets, asOf time.Time, grace time.Duration) {
 	for topic, parts := range ends {
+		if g.madeAgainAfter(topic, asOf) {
+			continue
+		}
 		for q, o := range parts {
 			if o.Err == nil {
 				g.holds.Measured(topic, q, o.Offset, asOf)
@@ -60,7 +64,7 @@ func (g *growth) measured(ends kadm.ListedOffsets, asOf time.Time, grace time.Du
 next:
 	for topic, parts := range ends {
 		t := g.topics[topic]
-		if t == nil || !t.hist.Changing() || t.settle != nil || asOf.Before(t.hist.Since.Add(grace)) {
+		if t == nil || !t.hist.Changing() || t.settle != nil || asOf.Before(t.hist.Since.Add(grace)) || asOf.Before(t.from) {
 			continue
 		}
 		settle := map[int32]int64{}
@@ -73,6 +77,14 @@ next:
 		}
 		t.settle = settle
 	}
+}
+
+// madeAgainAfter reports whether topic was found made again after at.
+func (g *growth) madeAgainAfter(topic string, at time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.topics[topic]
+	return t != nil && at.Before(t.from)
 }
 
 // settleDue lists the changing topics whose old partitions' floors for

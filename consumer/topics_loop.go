@@ -111,6 +111,7 @@ func (c *Consumer) resubscribeRecreated(bg context.Context, ids map[string]topic
 		if !c.dropTopics(bg, consumed) {
 			return // the shutdown began: it handles the partitions
 		}
+		c.grow.recreated(consumed, time.Now()) // the new topics' partition counts owe nothing to the old ones'
 		c.client.Load().PurgeTopicsFromClient(consumed...)
 		c.client.Load().AddConsumeTopics(consumed...)
 		c.log().Info().Strs("topics", consumed).

@@ -245,6 +245,25 @@ func (h *Holds) Forget(at Part) {
 	}
 }
 
+// Gone drops what the member knew of topic, deleted (and perhaps made
+// again: its partitions are not the old ones): its waits are released no
+// more (their records end with their fenced partitions), and the sessions
+// released on its partitions are forgotten, as in Forget.
+func (h *Holds) Gone(topic string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for p := range h.released {
+		if p.Topic == topic {
+			delete(h.released, p)
+		}
+	}
+	for k := range h.waits {
+		if k.at.Topic == topic {
+			delete(h.waits, k)
+		}
+	}
+}
+
 // Settled ends topic's change: its waits are released (every record
 // stamped older than its newest count is handled) and the sessions
 // released on its partitions are forgotten, as nothing of it waits again.
