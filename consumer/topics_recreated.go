@@ -28,7 +28,9 @@ import (
 //     group assigns the new topic's partitions as new ones: Kafka dropped
 //     the old topic's commits with it, so they start where StartOffset
 //     puts a partition without commits (StartEarliest, the default: at the
-//     new topic's first record), each with fresh state.
+//     new topic's first record), each with fresh state;
+//   - the topic's growth state starts afresh before that (growth.recreated):
+//     the new topic's partition counts owe nothing to the old one's.
 //
 // A dead-letter topic made again is purged from the dead-letter client:
 // its next write goes to the new topic. Park topics keep their own
