@@ -101,20 +101,3 @@ func (c *Consumer) parkOut(w *work, cause error, attempts int, first, now time.T
 	}
 	return true
 }
-
-// ReleaseParked lets a parked session held after its retry budget was
-// spent (ParkHold) be retried again at once: an operator's decision once
-// its dependency is back. session is the session ID (for records without
-// a session, see Config.SessionKey). It reports whether the session was
-// held on that partition of this member. The hold ends for good once a
-// retry succeeds (its done marker follows the hold marker); a retry that
-// spends the budget again holds the session again.
-func (c *Consumer) ReleaseParked(topic string, partition int32, session string) bool {
-	p := c.own.get(partKey{topic, partition})
-	if p == nil {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pk != nil && p.pk.set.Release(session, time.Now())
-}

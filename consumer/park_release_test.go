@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -114,4 +115,103 @@ func TestReleasePickupMatchesItsHold(t *testing.T) {
 	if got := p.parkReleases([]loggedEntry{release(14)}, 15, now); !slices.Equal(got, []string{"s"}) || held() {
 		t.Fatalf("a release written after the hold: released %v", got)
 	}
+}
+
+// TestReleaseParkedDurable: ReleaseParked writes a release marker, so the
+// release outlives the member. Session a is held with nothing parked
+// behind it (no retry follows the release, so no done marker), while b,
+// parked before it, keeps the committed park position below a's hold
+// marker: after a restart the rebuild replays the hold, and without the
+// marker holds a again and parks its next record behind a hold the
+// operator released. A release whose marker cannot be written says so and
+// leaves the session held. Every record is accounted for: a|0
+// dead-lettered, a|1 and a|2 handled in order, b|0 parked throughout.
+// (Found by review: ReleaseParked released in memory only.)
+func TestReleaseParkedDurable(t *testing.T) {
+	e := newEnv(t, 1, "chats", "chats.park", "dlq")
+	refused, _ := e.refuseWrites("chats.park")
+	var aDown atomic.Bool
+	aDown.Store(true)
+	rec := newRecorder(2, func(_ context.Context, m *Message) error {
+		if m.SessionID == "b" || aDown.Load() {
+			return Park(errors.New("its backend is down"))
+		}
+		return nil
+	})
+	edit := func(p *ParkPolicy) { p.MaxAttempts, p.OnExhausted = 1, ParkHold }
+	c, stop := startDueByHand(t, e, "g-release-durable", rec, edit)
+	e.produceValues("chats", "b|0")
+	eventually(t, "b parked", func() bool { return parkedRecords(c) == 1 })
+	e.produceValues("chats", "a|0")
+	eventually(t, "a parked", func() bool { return parkedRecords(c) == 2 })
+	makeDue(t, c, "a")
+	eventually(t, "a held, nothing of it parked", func() bool { return heldIn(c) == 1 && parkedRecords(c) == 1 })
+
+	refused.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := c.ReleaseParkedContext(ctx, "chats", 0, "a"); err == nil || errors.Is(err, ErrNotHeld) ||
+		!strings.Contains(err.Error(), "stays held") || !strings.Contains(err.Error(), "release it again") {
+		t.Fatalf("release with the park topic refusing writes: %v; want an error saying the session stays held and to release it again", err)
+	}
+	if heldIn(c) != 1 {
+		t.Fatal("a released although its release marker was not written")
+	}
+	refused.Store(false)
+	if !c.ReleaseParked("chats", 0, "a") {
+		t.Fatal("ReleaseParked: a not released")
+	}
+	if err := c.ReleaseParkedContext(ctx, "chats", 0, "a"); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("a second release: %v; want ErrNotHeld", err)
+	}
+	aDown.Store(false)
+	e.produceValues("chats", "a|1")
+	eventually(t, "a|1 handled", func() bool { return succeeded(rec, "a", 1) })
+	if n := heldIn(c); n != 0 {
+		t.Fatalf("%d sessions held after the release", n)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, stop2 := startDueByHand(t, e, "g-release-durable", rec, edit)
+	e.produceValues("chats", "a|2")
+	eventually(t, "a|2 handled, or parked behind a hold", func() bool { return succeeded(rec, "a", 2) || parkedRecords(c2) > 1 })
+	if n, parked := heldIn(c2), parkedRecords(c2); n != 0 || parked != 1 || !succeeded(rec, "a", 2) {
+		t.Fatalf("after a restart: %d sessions held, %d records parked, a|2 handled %v; want a released for good (none held, b|0 parked, a|2 handled)",
+			n, parked, succeeded(rec, "a", 2))
+	}
+	rec.wait(t)
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cl := range rec.snapshot() {
+		got = append(got, fmt.Sprintf("%s|%d %v", cl.session, cl.seq, cl.err == nil))
+	}
+	if want := []string{"b|0 false", "a|0 false", "a|0 false", "a|1 true", "a|2 true"}; !slices.Equal(got, want) {
+		t.Fatalf("calls %q; want %q", got, want)
+	}
+	if d := readDLQ(t, e, 1); string(d[0].Value) != "a|0" || Reason(header(d[0], HeaderDLQReason)) != ReasonParkExhausted {
+		t.Fatalf("DLQ holds %q (reason %q); want a|0, park-exhausted", d[0].Value, header(d[0], HeaderDLQReason))
+	}
+}
+
+// heldIn is the number of sessions c holds.
+func heldIn(c *Consumer) int {
+	n := 0
+	for _, p := range c.Stats().Partitions {
+		n += p.Park.Held
+	}
+	return n
+}
+
+// succeeded reports whether rec saw seq of session handled.
+func succeeded(rec *recorder, session string, seq int) bool {
+	for _, cl := range rec.snapshot() {
+		if cl.session == session && cl.seq == seq && cl.err == nil {
+			return true
+		}
+	}
+	return false
 }

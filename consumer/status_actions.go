@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -66,14 +67,16 @@ func (c *Consumer) actRelease(w http.ResponseWriter, r *http.Request) {
 			session = string(raw)
 		}
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		c.done(w, r, what, fmt.Errorf("partition or lane: %w", err))
-	case !c.ReleaseParked(topic, int32(part), session):
-		c.done(w, r, what, fmt.Errorf("not held on this member (released already, or its partition moved): reload the page"))
-	default:
-		c.done(w, r, what, nil)
+		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.CommitTimeout)
+	defer cancel()
+	if err = c.ReleaseParkedContext(ctx, topic, int32(part), session); errors.Is(err, ErrNotHeld) {
+		err = fmt.Errorf("not held on this member (released already, or its partition moved): reload the page")
+	}
+	c.done(w, r, what, err)
 }
 
 // actPause pauses a session (Config.Control).

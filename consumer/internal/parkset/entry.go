@@ -13,8 +13,10 @@ const (
 	// it carries the head's failed retries so far, so that a rebuild keeps
 	// its budget and backoff.
 	KindAttempt Kind = 'a'
-	// KindRelease: an operator released a held session (ReleaseHeld,
-	// lanes park release); the owner picks it up (Set.ApplyRelease).
+	// KindRelease: an operator released a held session: from outside the
+	// group (ReleaseHeld, lanes park release; the owner picks it up,
+	// Set.ApplyRelease) or on the owner (Consumer.ReleaseParked, under its
+	// epoch, applied once acknowledged).
 	KindRelease Kind = 'l'
 )
 
@@ -77,8 +79,9 @@ func (f Fence) OtherProtocol(proto string) bool {
 //     switched and its generations started again), and it names the
 //     source topic's current incarnation (a fence of a topic since
 //     deleted and made again names another ID); it is then in force;
-//   - a release: always (an operator wrote it, not an owner; releasing a
-//     session that is not held does nothing);
+//   - a release: always, whatever its epoch (an operator's decision,
+//     written from outside the group or through an owner, the epoch
+//     saying which; releasing a session that is not held does nothing);
 //   - any other entry: it was written under the fence in force (its epoch
 //     is that fence's park offset). An entry under an older fence landed
 //     after a newer owner took the partition; one under a fence not taken

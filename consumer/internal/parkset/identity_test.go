@@ -33,6 +33,8 @@ func TestParkLateFence(t *testing.T) {
 		{10, Entry{Kind: KindDone, Session: "a", Src: 11, Epoch: 2}, false},              // a writer naming no group
 		{11, Entry{Kind: KindRelease, Group: "h", Session: "a", Epoch: -1}, false},       // another group's release
 		{12, Entry{Kind: KindRelease, Group: "g", Session: "a", Epoch: -1}, true},        // an operator's, under no fence
+		{13, Entry{Kind: KindRelease, Group: "g", Session: "a", Epoch: 2}, true},         // the owner's (ReleaseParked), under its fence
+		{14, Entry{Kind: KindRelease, Group: "g", Session: "a", Epoch: 3}, true},         // a former owner's, written late: an operator's decision still
 	} {
 		if got := ps.Replay(tc.off, tc.e, now); got != tc.want {
 			t.Fatalf("replay(%d, %+v) = %v; want %v", tc.off, tc.e, got, tc.want)

@@ -551,7 +551,7 @@ func (pm *parkModel) write(e pmEntry) (int64, bool) {
 		pm.crash()
 		return off, false
 	}
-	if e.Kind != KindRecord { // a marker makes the session's events through it durable...
+	if e.Kind != KindRecord && e.Kind != KindRelease { // a done or hold marker makes the session's events through it durable...
 		if !pm.commit.live { // ...once a commit says where the group's entries start
 			pm.unsure = append(pm.unsure, e)
 		} else {
@@ -811,13 +811,22 @@ func (pm *parkModel) randomStep() {
 			if ss == nil || !ss.held {
 				continue
 			}
-			if pm.rng.IntN(2) == 0 { // lanes park release: a marker the owner picks up, or its next owner replays
-				pm.park = append(pm.park, pmEntry{Kind: KindRelease, Group: pmGroup, Session: s, Epoch: -1})
-				pm.step("park[%d] l %s (an operator's release marker)", len(pm.park)-1, s)
-				if pm.rng.IntN(3) == 0 {
-					pm.crash() // before the owner picked it up
-					return
+			if pm.rng.IntN(2) == 0 { // the member's release (Consumer.ReleaseParked): its marker, under the owner's epoch, applied once acknowledged
+				off, ok := pm.write(pmEntry{Kind: KindRelease, Session: s})
+				if !ok {
+					return // crashed before its acknowledgement: the next owner replays it
 				}
+				if m.ps.ApplyRelease(off, pm.park[off], pm.now) {
+					pm.step("the owner releases %s", s)
+				}
+				continue
+			}
+			// lanes park release: a marker the owner picks up, or its next owner replays
+			pm.park = append(pm.park, pmEntry{Kind: KindRelease, Group: pmGroup, Session: s, Epoch: -1})
+			pm.step("park[%d] l %s (an operator's release marker)", len(pm.park)-1, s)
+			if pm.rng.IntN(3) == 0 {
+				pm.crash() // before the owner picked it up
+				return
 			}
 			if m.ps.Release(s, pm.now) {
 				pm.step("operator releases %s", s)

@@ -101,6 +101,13 @@ func (ps *Set) IsParked(s string) bool {
 	return ss != nil && ss.parked()
 }
 
+// IsHeld reports whether session s is held: its budget spent with the
+// hold policy, not retried until a done marker or a release.
+func (ps *Set) IsHeld(s string) bool {
+	ss := ps.sessions[s]
+	return ss != nil && ss.held
+}
+
 // entry returns session s's entry, made when it has none.
 func (ps *Set) entry(s string) *parkedSession {
 	ss := ps.sessions[s]
