@@ -36,11 +36,8 @@ func (c *Consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	_, gen := cl.GroupMetadata()
 	c.enablePark(parts, gen, c.member.protocol())
 	c.logAssigned(assigned, gen, c.stop.began.Load() != 0)
-	if _, stopping := c.stop.beganAt(); stopping {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, c.finalDeadline(time.Now()))
-		defer cancel()
-	}
+	ctx, end := c.untilFinal(ctx) // a shutdown, before or meanwhile, bounds the reads
+	defer end()
 	c.loadCommitted(ctx, cl, parts)
 	ctx, cancel := c.stop.untilShutdown(ctx)
 	defer cancel()

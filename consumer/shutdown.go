@@ -43,6 +43,35 @@ func (c *Consumer) finalDeadline(now time.Time) time.Time {
 	return d
 }
 
+// untilFinal is ctx, ended also at the shutdown's final deadline once
+// the shutdown begins, whether it began before or meanwhile: a take-up
+// (onAssigned) the poll loop waits for then ends CommitTimeout after the
+// shutdown began at the latest, so the final commit and the leave keep
+// Run's bound. Call its cancel when done.
+func (c *Consumer) untilFinal(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var timer *time.Timer
+	ended := false
+	stop := context.AfterFunc(c.stop.begun, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			timer = time.AfterFunc(time.Until(c.finalDeadline(time.Now())), cancel)
+		}
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		ended = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b

@@ -3,11 +3,13 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestShutdownDuringTakeUp: the shutdown begins while a fresh StartLatest
@@ -92,5 +94,48 @@ func TestStartLatestAssignedDuringShutdown(t *testing.T) {
 	}
 	if r, ok := offs.Lookup("chats", 1); !ok || r.At != 0 {
 		t.Fatalf("partition 1: committed %+v (found %v); want its start position 0 handed on", r, ok)
+	}
+}
+
+// TestShutdownDuringSlowOffsetRead: the shutdown begins once a take-up
+// is reading the group's committed offsets from a slow coordinator (the
+// first read takes most of CommitTimeout, the next one longer). Run
+// returns within its bound: the take-up's reads end CommitTimeout after
+// the shutdown began. Before the fix only a shutdown begun before the
+// take-up bounded them, and each read had a CommitTimeout of its own: the
+// poll loop, which waits for the take-up, kept Run about 8.5 s, past a 7 s
+// bound (the leave waits its LeaveTimeout behind the sleeping read here).
+func TestShutdownDuringSlowOffsetRead(t *testing.T) {
+	e := newEnv(t, 1, "chats", "dlq")
+	var reads atomic.Int64
+	inTakeUp := make(chan struct{})
+	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		switch reads.Add(1) {
+		case 1: // the take-up's committed offsets: slow, within CommitTimeout
+			close(inTakeUp)
+			e.sleepFor(3500 * time.Millisecond)
+		case 2: // the next read: slower than CommitTimeout
+			e.sleepFor(time.Minute)
+		}
+		return nil, nil, false
+	})
+	cfg := e.config("g-slow-offset-read", "chats")
+	cfg.ShutdownTimeout, cfg.CommitTimeout, cfg.LeaveTimeout = 2*time.Second, 4*time.Second, time.Second
+	c, err := New(cfg, newRecorder(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, wait := runMember(t, c, "A")
+	<-inTakeUp
+	began := time.Now()
+	stop()
+	if err := wait(); err != nil {
+		t.Logf("Run: %v", err)
+	}
+	bound := cfg.ShutdownTimeout + cfg.CommitTimeout + cfg.LeaveTimeout
+	if took := time.Since(began); took > bound {
+		t.Fatalf("Run returned %v after cancel, past its bound %v: the take-up's reads outlived the shutdown (%d offset reads)",
+			took.Round(time.Millisecond), bound, reads.Load())
 	}
 }
