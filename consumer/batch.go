@@ -69,7 +69,7 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 	c.bh = h
 	c.lanes = newLaneSet(nil)
 	c.gateLanes()
-	c.lanes.batch, c.lanes.maxBatch = c.processBatch, cfg.MaxBatch
+	c.lanes.batch, c.lanes.maxBatch = func(l *lane, ws []*work) { c.processBatch(l, ws) }, cfg.MaxBatch
 	c.makeShards()
 	return c, nil
 }
@@ -79,17 +79,28 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 //
 // A record whose session waits as moved by a growth of its topic
 // (growth_loop.go) ends the batch before it: the records ahead of it are
-// delivered, then it waits, and starts the next batch.
-func (c *Consumer) processBatch(l *lane, taken []*work) {
+// delivered, then it waits, and starts the next batch. With the records
+// behind it, it is given back to its lane (back, as process) when the
+// control gate may hold an older record of its session that arrived
+// meanwhile, or, once released, itself.
+func (c *Consumer) processBatch(l *lane, taken []*work) (back bool) {
 	b := make([]*work, 0, len(taken))
-	for _, w := range taken {
+	for i, w := range taken {
 		if !w.p.start(w.seq) {
 			continue
 		}
 		if wt := c.movedHold(w); wt != nil {
 			c.deliverBatch(l, b)
 			b = make([]*work, 0, len(taken))
-			if ok, _ := c.waitMoved(l, w, wt, func(x *work) { c.processBatch(l, []*work{x}) }); !ok { // never parked: no parking with a BatchHandler
+			ok, back, _ := c.waitMoved(l, w, wt, func(x *work) bool { return c.processBatch(l, []*work{x}) }) // never parked: no parking with a BatchHandler
+			if ok && !back && !c.freeNow(w) {
+				w.moves, back = false, true // released, and the gate asks again
+			}
+			if back {
+				c.giveBack(l, taken[i:])
+				return true
+			}
+			if !ok {
 				w.p.finish(w.seq, false) // fenced while its session waited: its next owner runs it
 				continue
 			}
@@ -99,6 +110,7 @@ func (c *Consumer) processBatch(l *lane, taken []*work) {
 		b = append(b, w)
 	}
 	c.deliverBatch(l, b)
+	return false
 }
 
 // deliverBatch calls the batch handler until every record of b is

@@ -105,6 +105,24 @@ func (c *Consumer) parksPaused(w *work) bool {
 	return c.park != nil && (w.parkRetry || w.lane == w.session)
 }
 
+// freeNow reports whether the control gate has nothing to say of w (no
+// setting of its session, no limit, no token taken: control.Gate.Free),
+// always without control: it may run without the lane's admission.
+func (c *Consumer) freeNow(w *work) bool {
+	return c.ctl == nil || c.ctl.Free(controlKey(w), w.resource, &w.ticket)
+}
+
+// giveBack returns ws[0], a record of lane l started and then given back
+// by its wait as a moved session (waitMoved, or the gate asked again once
+// it was released), to l's queue with the records of its batch behind it
+// (shard.giveBack): the lane's admission decides on it again, so a
+// session paused or limited while it waited sleeps, with no worker, and
+// its order kept. The record is queued again in its partition.
+func (c *Consumer) giveBack(l *lane, ws []*work) {
+	ws[0].p.unstart()
+	l.s.giveBack(l, ws)
+}
+
 // pausedNow reports whether w's session is paused (false without control).
 func (c *Consumer) pausedNow(w *work) bool {
 	return c.ctl != nil && c.ctl.Paused(controlKey(w))

@@ -12,41 +12,57 @@ import (
 
 // process runs one record through the handler (with retries and, when
 // needed, the DLQ or the park topic) and reports the outcome to its
-// partition.
-func (c *Consumer) process(l *lane, w *work) {
+// partition. It reports back when it gave the record back to its lane
+// instead (giveBack), to be admitted by the control gate again: its
+// session, moved by a growth of its topic, waited, and the gate may hold
+// it, or an older record of it that arrived meanwhile.
+func (c *Consumer) process(l *lane, w *work) (back bool) {
 	if w.parkRetry {
 		c.retryParked(l, w)
-		return
+		return false
 	}
 	if !w.p.start(w.seq) {
-		return // fenced (the next owner reads it again), or skipped as stalled
+		return false // fenced (the next owner reads it again), or skipped as stalled
 	}
+	waited := false
 	if w.moves { // read during a growth: its session may wait for its old partitions
 		if c.park != nil && c.skipSeen(w) {
-			return // done before: no wait for it
+			return false // done before: no wait for it
 		}
-		ok, on := c.movedWait(l, w, func(x *work) { c.process(l, x) })
-		if !ok {
-			w.p.finish(w.seq, false) // fenced meanwhile
-			return
-		}
-		if on >= 0 {
-			w.p.finish(w.seq, c.parkMoved(w, on))
-			return
+		if wt := c.movedHold(w); wt != nil {
+			ok, back, on := c.waitMoved(l, w, wt, func(x *work) bool { return c.process(l, x) })
+			switch {
+			case back: // an older record the gate may hold is ahead of it
+				c.giveBack(l, []*work{w})
+				return true
+			case !ok:
+				w.p.finish(w.seq, false) // fenced meanwhile
+				return false
+			case on >= 0:
+				w.p.finish(w.seq, c.parkMoved(w, on))
+				return false
+			}
+			waited = true
 		}
 	}
 	if c.park != nil && c.forwardParked(w) { // after a moved wait: its records parked on old partitions count too
-		return
+		return false
 	}
 	if c.parksPaused(w) && c.pausedNow(w) { // paused by an operator: out of its partition's way
 		w.p.finish(w.seq, c.parkPaused(w))
-		return
+		return false
+	}
+	if waited && !c.freeNow(w) { // its session may have been paused or limited while it waited: the gate asks again
+		w.moves = false // released: it waits no more
+		c.giveBack(l, []*work{w})
+		return true
 	}
 	done, out := c.deliver(l, w)
 	if out.cause != nil {
 		done = c.parkOut(w, out.cause, out.attempts, out.first, out.at, "")
 	}
 	c.finish(w, done) // with transactions, its outputs first (tx.go)
+	return false
 }
 
 // parkAs is a record deliver leaves to be parked (cause is nil when it

@@ -14,7 +14,7 @@ import (
 )
 
 // The growth loop and the moved sessions' waits: a record of a session
-// that a topic's growth moved waits on its new partition (movedWait) until
+// that a topic's growth moved waits on its new partition (waitMoved) until
 // the loop, reading the group's commits, finds that the session's old
 // partitions have handled what was produced there before it; the loop
 // also settles a change once producers had Grace to learn the new count
@@ -135,22 +135,9 @@ func (c *Consumer) adjustStarts(_ context.Context, offs map[string]map[int32]kgo
 	return offs, nil
 }
 
-// movedWait holds w, a started record of lane l, while its session
-// waits as moved by a growth of its topic; older records of the session
-// that reach l meanwhile run first, by run. It reports false when the
-// partition was fenced meanwhile (no attempt is to be made); parkOn is
-// the old partition the session is parked on (-1: none), when w is to be
-// parked behind it instead of run.
-func (c *Consumer) movedWait(l *lane, w *work, run func(*work)) (ok bool, parkOn int32) {
-	wt := c.movedHold(w)
-	if wt == nil {
-		return true, -1
-	}
-	return c.waitMoved(l, w, wt, run)
-}
-
-// movedHold returns the wait w's session is to be in before w runs (nil:
-// none). Each wait returned is ended by waitMoved.
+// movedHold returns the wait w, a started record, is to be in with its
+// session before it runs (nil: none). Each wait returned is ended by
+// waitMoved.
 func (c *Consumer) movedHold(w *work) *regrow.Wait {
 	if !w.moves {
 		return nil
@@ -176,27 +163,48 @@ func (c *Consumer) parkedAway(p *partition, lane string, src *kgo.Record) bool {
 }
 
 // waitMoved waits until wt is released, or w's partition is fenced
-// (false); parkOn is the wait's ParkedOn. A record of w's session written before w that reaches its lane
-// l from another partition meanwhile is run (by run) first: its partition's
-// floor may be what w waits for.
-func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work)) (ok bool, parkOn int32) {
+// (false); parkOn is the wait's ParkedOn. A record of w's session written
+// before w that reaches its lane l from another partition meanwhile is run
+// (by run) first: its partition's floor may be what w waits for.
+//
+// Such a record runs here only when the control gate has nothing to say
+// of it (freeNow): the lane's admission never ran for it. One the gate may
+// hold (its session paused, a rate) ends the wait with back, as does one
+// that run gave back: w is then to be given back to l (Consumer.giveBack),
+// behind it, so that the lane's admission decides on it first, and the
+// lane sleeps without a worker if it holds it; w waits again when it is
+// taken again.
+func (c *Consumer) waitMoved(l *lane, w *work, wt *regrow.Wait, run func(*work) bool) (ok, back bool, parkOn int32) {
 	defer c.grow.holds.Leave(wt)
 	c.grow.poke()
 	w.p.movedWaiting(w.seq, true)
 	defer w.p.movedWaiting(w.seq, false)
 	older := l.s.setWait(l, w, w.placed.Count)
 	defer l.s.setWait(l, w, 0)
+	var free func(*work) bool
+	if c.ctl != nil {
+		free = c.freeNow
+	}
 	for {
-		for x := l.s.takeOlder(l); x != nil; x = l.s.takeOlder(l) {
-			run(x)
+		for {
+			x, held := l.s.takeOlder(l, free)
+			if held {
+				return true, true, -1
+			}
+			if x == nil {
+				break
+			}
+			if run(x) {
+				return true, true, -1 // x went back to l, ahead of w
+			}
 			l.s.setWait(l, w, w.placed.Count) // the lane works on w again
 		}
 		if !w.p.waitFor(w.seq, time.Minute, wt.Released, older) {
-			return false, -1
+			return false, false, -1
 		}
 		select {
 		case <-wt.Released:
-			return true, wt.ParkedOn
+			return true, false, wt.ParkedOn
 		default:
 		}
 	}

@@ -14,7 +14,8 @@ import (
 // records, whose counts say nothing of this topic's);
 // and a record waiting as a moved session (growth_loop.go) runs the older
 // records of its session that arrive meanwhile before it goes on waiting,
-// or it would wait for them for ever behind itself.
+// or it would wait for them for ever behind itself (with control on, it
+// is given back to its lane instead when the gate may hold them).
 
 // insertLocked queues w in its lane: at the end, or ahead of the records
 // of its topic's other partitions stamped with a newer count, and wakes a wait of the
@@ -50,7 +51,13 @@ func (l *lane) insertLocked(w *work) {
 // record l waits with as a moved session: of another partition of its
 // topic, stamped with an older count or not at all. s.mu held.
 func (l *lane) olderThanWait(w *work) bool {
-	return l.waitLevel > 0 && w.p != l.waitPart && w.p.key.topic == l.waitPart.key.topic && w.placed.Count < l.waitLevel
+	return l.waitLevel > 0 && olderThan(w, l.waitPart, l.waitLevel)
+}
+
+// olderThan reports whether x was written before a record of its session
+// on partition p stamped with count level (olderThanWait's rule).
+func olderThan(x *work, p *partition, level int) bool {
+	return x.p != p && x.p.key.topic == p.key.topic && x.placed.Count < level
 }
 
 // setWait marks l's record w as waiting (level: its stamp's count; 0:
@@ -71,18 +78,53 @@ func (s *shard) setWait(l *lane, w *work, level int) <-chan struct{} {
 }
 
 // takeOlder takes off l's queue the first record older than the one l
-// waits with, or returns nil.
-func (s *shard) takeOlder(l *lane) *work {
+// waits with, or returns nil. free (nil: always) says whether the control
+// gate has nothing to say of a record (Consumer.freeNow): one it may hold
+// is not taken, as the lane's admission never ran for it; held reports it,
+// and the waiting record is then given back (giveBack) for the admission
+// to decide on the older one first.
+func (s *shard) takeOlder(l *lane, free func(*work) bool) (x *work, held bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, x := range l.queue {
 		if l.olderThanWait(x) {
+			if free != nil && !free(x) {
+				return nil, true
+			}
 			l.queue = slices.Delete(l.queue, i, i+1)
 			l.took = x
-			return x
+			return x, false
 		}
 	}
-	return nil
+	return nil, false
+}
+
+// giveBack puts ws back in l's queue: ws[0] is a record its lane started
+// and gave back during, or right after, its wait as a moved session (the
+// control gate may hold its session), and the rest are the records of its
+// batch behind it (NewBatch), not started. They go ahead of the queue but
+// behind the records of the session older than ws[0] that wait there (one
+// of them may be why): the lane's admission (laneSet.admit) then decides
+// on its new head as on any other, and the lane sleeps without a worker
+// when the gate holds it. The lane no longer works on a record (took):
+// the stall watch finds them queued, in a lane that sleeps or runs.
+func (s *shard) giveBack(l *lane, ws []*work) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := ws[0]
+	q := make([]*work, 0, len(l.queue)+len(ws))
+	for _, x := range l.queue {
+		if olderThan(x, w.p, w.placed.Count) {
+			q = append(q, x)
+		}
+	}
+	q = append(q, ws...)
+	for _, x := range l.queue {
+		if !olderThan(x, w.p, w.placed.Count) {
+			q = append(q, x)
+		}
+	}
+	l.queue, l.took = q, nil
 }
 
 // enqueue appends w to its session's lane, starting the lane when the

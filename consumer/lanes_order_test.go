@@ -9,7 +9,9 @@ import (
 
 // TestLaneOrderByStamp: a record stamped with an older count of its topic
 // goes ahead of the topic's other partitions' newer records, never ahead
-// of its own partition's or another topic's; an older record wakes a wait.
+// of its own partition's or another topic's; an older record wakes a wait,
+// and is taken unless the control gate may hold it; a waiting record given
+// back goes behind its session's older records, ahead of the rest.
 func TestLaneOrderByStamp(t *testing.T) {
 	a0, a5 := &partition{key: partKey{"a", 0}}, &partition{key: partKey{"a", 5}}
 	b3 := &partition{key: partKey{"b", 3}}
@@ -47,7 +49,17 @@ func TestLaneOrderByStamp(t *testing.T) {
 	default:
 		t.Fatal("an older record of the topic did not wake the wait")
 	}
-	if x := w.s.takeOlder(w); x == nil || x.session != "older" {
-		t.Fatalf("takeOlder = %v, want the older record", x)
+	w.insertLocked(rec(a0, 2, "older2"))
+	if x, held := w.s.takeOlder(w, func(*work) bool { return false }); x != nil || !held {
+		t.Fatalf("takeOlder = %v, %v with the gate holding the session: want nil, held", x, held)
+	}
+	if x, held := w.s.takeOlder(w, nil); x == nil || held || x.session != "older" {
+		t.Fatalf("takeOlder = %v, %v, want the older record", x, held)
+	}
+	// Given back (the gate may hold "older2"), the waiting record goes
+	// behind the session's older record, ahead of the rest.
+	w.s.giveBack(w, []*work{rec(a5, 8, "waiting"), rec(a5, 8, "its batch")})
+	if got, want := names(w), []string{"older2", "waiting", "its batch", "other topic"}; !slices.Equal(got, want) || w.took != nil {
+		t.Fatalf("given back: queue %v (took %v), want %v", got, w.took, want)
 	}
 }

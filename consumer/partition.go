@@ -71,6 +71,18 @@ func (p *partition) start(seq uint64) bool {
 	return ok
 }
 
+// unstart moves a started record back to queued: its lane gave it back
+// (Consumer.giveBack), and starts it again when it takes it again.
+func (p *partition) unstart() {
+	p.mu.Lock()
+	p.running--
+	p.queued++
+	if p.fenced && p.running == 0 {
+		close(p.drained) // it drops out at its next start
+	}
+	p.mu.Unlock()
+}
+
 // finish ends a running record; done says whether it is handled or durably
 // dead-lettered (false: fenced before it was, the next owner runs it).
 func (p *partition) finish(seq uint64, done bool) {

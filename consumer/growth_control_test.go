@@ -1,0 +1,174 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lanesdev/lanes/consumer/internal/control"
+	"github.com/lanesdev/lanes/hashring"
+)
+
+// TestGrowthMovedWaitPaused: a session paused while its new record R
+// waits as moved by a growth (2 → 6 partitions, on one member) is not
+// handled until it is resumed, however the wait ends:
+//
+//   - older: its older record X, held back on its old partition q behind a
+//     blocked record and 30 others (backpressure), reaches its lane while R
+//     waits. X is not run by R's wait: R is given back behind it and the
+//     lane sleeps on X.
+//   - released: X was handled before the growth; R waits for q's floor,
+//     which a blocked record of another session holds, and is released
+//     once it is done. R is not delivered: the gate is asked again, and the
+//     lane sleeps on R.
+//
+// Either way the stall watch reports no stall for three StallTimeouts (a
+// paused session is no stall), and once resumed every record of every
+// session is handled, in order. With NewBatch too; with parking on, X and
+// R are parked instead (R behind X), with no attempt. Before the fix the
+// moved wait ran X without the gate, and a released R went on to its
+// handler: "session chat-0000 paused, yet handled 2 of its records" (the
+// parked case passed before: process parked X as paused, and R after it).
+func TestGrowthMovedWaitPaused(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		older, batch, park bool
+	}{
+		{"older", true, false, false},
+		{"released", false, false, false},
+		{"older-batch", true, true, false},
+		{"released-batch", false, true, false},
+		{"older-parked", true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { movedWaitPaused(t, tc.older, tc.batch, tc.park) })
+	}
+}
+
+func movedWaitPaused(t *testing.T, older, batch, park bool) {
+	e := newEnv(t, 2, "chats", "chats.park")
+	pl2 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 2}
+	pl6 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 6}
+	var s string
+	for _, c := range sessionNames(100) {
+		a, _ := pl2.Partition([]byte(c), 2)
+		b, _ := pl6.Partition([]byte(c), 6)
+		if a != b {
+			s = c
+			break
+		}
+	}
+	qq, _ := pl2.Partition([]byte(s), 2)
+	pp, _ := pl6.Partition([]byte(s), 6)
+	q, p := int32(qq), int32(pp)
+	others := []string{"blocker"}
+	if older {
+		for i := range 30 {
+			others = append(others, fmt.Sprintf("filler-%d", i))
+		}
+	}
+	gate := make(chan struct{})
+	rec := newRecorder(len(others)+2, func(ctx context.Context, m *Message) error {
+		if string(m.Record.Key) == "blocker" {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	cfg := e.config("g", "chats")
+	cfg.MaxBufferedRecords, cfg.MaxPollRecords = 8, 4
+	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}
+	cfg.StallTimeout = 300 * time.Millisecond
+	if park {
+		cfg.Park = ParkPolicy{Enabled: true, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
+	}
+	cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
+	c, err := New(cfg, rec)
+	if batch {
+		c, err = NewBatch(cfg, recordEach(rec))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	partOf := func(st Stats, id int32) PartitionStats {
+		for _, ps := range st.Partitions {
+			if ps.Partition == id {
+				return ps
+			}
+		}
+		return PartitionStats{}
+	}
+	if !older {
+		e.produceAt("chats", s, 0, q, pl2) // X
+		waitFor(t, "X handled", func() bool { return handledOf(rec, s) == 1 }, nil)
+	}
+	for _, o := range others {
+		e.produceAt("chats", o, 0, q, pl2) // the blocker first
+	}
+	if older {
+		e.produceAt("chats", s, 0, q, pl2) // X: behind the full buffer
+		waitFor(t, "q full", func() bool { return partOf(c.Stats(), q).Paused },
+			func() string { return fmt.Sprintf("%+v", c.Stats().Partitions) })
+	}
+	if park {
+		e.grow("chats.park", 6) // a park topic has its topic's count
+	}
+	e.grow("chats", 6)
+	waitFor(t, "the new partitions assigned", func() bool { return len(c.Stats().Partitions) == 6 }, nil)
+	e.produceAt("chats", s, 1, p, pl6) // R
+	waitFor(t, "R waiting", func() bool {
+		g := c.Stats().Growing
+		return len(g) == 1 && g[0].Waiting == 1
+	}, func() string {
+		return fmt.Sprintf("%+v; %d of s handled; %+v", c.Stats().Growing, handledOf(rec, s), c.Stats().Partitions)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := c.PauseSession(ctx, "chats", s, "moderation"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pause read", func() bool { return c.ctl.Paused(control.Key{Topic: "chats", Session: s}) }, nil)
+	handled := handledOf(rec, s) // X, in the released case
+	close(gate)
+	waitFor(t, "the other sessions handled; the paused one handled, or asleep (parked)", func() bool {
+		st := c.Stats()
+		waits := st.Control.LanesPaused == 1
+		if park {
+			waits = partOf(st, q).Park.Records == 1 && partOf(st, p).Park.Records == 1
+		}
+		return len(rec.snapshot())-handledOf(rec, s) == len(others) && (handledOf(rec, s) > handled || waits)
+	}, func() string { return fmt.Sprintf("%d calls; %+v", len(rec.snapshot()), c.Stats()) })
+	if n := handledOf(rec, s); n != handled {
+		t.Fatalf("session %s paused, yet handled %d of its records (X on %d, R on %d)", s, n, q, p)
+	}
+	// No signal says that the stall watch looked and found nothing: watch
+	// for three StallTimeouts.
+	held := []int32{p}
+	if older {
+		held = append(held, q)
+	}
+	stalls := c.Stats().Stalls
+	for end := time.Now().Add(3 * cfg.StallTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		st := c.Stats()
+		for _, id := range held {
+			if ps := partOf(st, id); ps.Stalled || ps.HeldWaiting != "paused" && !park || st.Stalls != stalls {
+				t.Fatalf("partition %+v, %d stalls (%d before): a paused session's partition waits, and is no stall", ps, st.Stalls, stalls)
+			}
+		}
+	}
+	if n := handledOf(rec, s); n != handled {
+		t.Fatalf("session %s paused, yet handled %d of its records", s, n)
+	}
+	if _, err := c.ResumeSession(ctx, "chats", s); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	checkOrder(t, rec, []string{"chats"}, []string{s}, 2)
+	checkOrder(t, rec, []string{"chats"}, others, 1)
+}
