@@ -141,20 +141,6 @@ type partition struct {
 	parkOffUnread bool
 }
 
-// dlqFail is a record whose dead-letter copy could not be written.
-type dlqFail struct {
-	offset int64
-	err    string    // the last write's error
-	at     time.Time // when its first write failed
-	// cut: the write did not fail, the shutdown (or a revoke) ended it
-	// before the broker answered; not reported as failing, only named by
-	// the shutdown as unfinished. A write that fails after it clears it.
-	cut bool
-	// blocked: a write failed with an error that is not retriable, counted
-	// once in Stats.DeadLetterBlocked (dlqBlocked).
-	blocked bool
-}
-
 // newPartition makes the state of one assignment; its attempts run under a
 // child of work.
 func newPartition(workCtx context.Context, k partKey, epoch uint64, max int, notify func(*partition)) *partition {
@@ -178,20 +164,6 @@ func (p *partition) unlock(flipped bool) {
 	p.mu.Unlock()
 	if flipped && p.notify != nil {
 		p.notify(p)
-	}
-}
-
-// forgetDLQLocked drops the failed dead-letter writes of records that are
-// done, by whatever path: a failure is reported only while its record
-// holds the partition. Called wherever records become done. p.mu held.
-func (p *partition) forgetDLQLocked() {
-	if len(p.dlqFails) == 0 {
-		return // the common case, checked first: ranging over an empty map is not free
-	}
-	for seq := range p.dlqFails {
-		if p.tr.IsDone(seq) {
-			delete(p.dlqFails, seq)
-		}
 	}
 }
 
