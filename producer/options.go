@@ -14,6 +14,7 @@ type sendOpts struct {
 	topic    string
 	topicSet bool // WithTopic was given (an empty topic is an error)
 	eventID  string
+	idSet    bool // WithEventID was given (an empty ID is an error)
 	seq      uint64
 	hasSeq   bool
 	headers  []kgo.RecordHeader
@@ -29,9 +30,10 @@ func WithTopic(topic string) SendOption {
 }
 
 // WithEventID sets the message's event ID instead of a new UUIDv7. It must
-// be a canonical UUID (eventid.Parse); otherwise the send fails with
-// ErrBadEventID. Use it when the caller already has an idempotency key.
-func WithEventID(id string) SendOption { return func(o *sendOpts) { o.eventID = id } }
+// be a canonical UUID (eventid.Parse); otherwise, an empty ID too, the
+// send fails with ErrBadEventID. Use it when the caller already has an
+// idempotency key.
+func WithEventID(id string) SendOption { return func(o *sendOpts) { o.eventID, o.idSet = id, true } }
 
 // WithSequence derives the event ID from the session and seq
 // (eventid.ForSequence): resending message seq of a session produces the
@@ -48,7 +50,7 @@ func WithHeader(key string, value []byte) SendOption {
 
 func (o *sendOpts) resolveEventID(session string) (string, error) {
 	switch {
-	case o.eventID != "":
+	case o.idSet:
 		id, err := eventid.Parse(o.eventID)
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", ErrBadEventID, err)

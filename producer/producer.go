@@ -87,20 +87,21 @@ func partitioner(p Partitioning) kgo.Partitioner {
 }
 
 // Send sends one message of session and waits for the broker's ack (or ctx).
-// If ctx ends first, Send returns ctx's error; the message may still be
-// delivered.
+// If ctx ends first, Send returns ctx's error with the message's event ID
+// in its Result: the message may still be delivered (resend it under that
+// ID, WithEventID, for consumers to deduplicate).
 func (p *Producer) Send(ctx context.Context, sessionID string, value []byte, opts ...SendOption) (Result, error) {
 	type outcome struct {
 		res Result
 		err error
 	}
 	ch := make(chan outcome, 1)
-	p.SendAsync(ctx, sessionID, value, func(r Result, err error) { ch <- outcome{r, err} }, opts...)
+	id := p.sendAsync(ctx, sessionID, value, func(r Result, err error) { ch <- outcome{r, err} }, opts)
 	select {
 	case o := <-ch:
 		return o.res, o.err
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("producer: send %s: %w", sessionID, ctx.Err())
+		return Result{EventID: id}, fmt.Errorf("producer: send %s (event %s): %w", sessionID, id, ctx.Err())
 	}
 }
 
@@ -108,7 +109,18 @@ func (p *Producer) Send(ctx context.Context, sessionID string, value []byte, opt
 // the result, from a franz-go goroutine (done must not block for long).
 // done may be nil. Messages for one session sent by one goroutine are
 // written in call order. Bad input calls done at once with a typed error.
+// ctx bounds the wait for room in the client's buffer (SendAsync blocks
+// while it is full); once SendAsync returns, the message is the
+// producer's: delivered, or failed by DeliveryTimeout, whatever becomes of
+// ctx (a caller's ending context would otherwise fail the other messages
+// buffered for its partition, other sessions' among them).
 func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte, done func(Result, error), opts ...SendOption) {
+	p.sendAsync(ctx, sessionID, value, done, opts)
+}
+
+// sendAsync is SendAsync; it returns the message's event ID ("" for bad
+// input).
+func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte, done func(Result, error), opts []SendOption) string {
 	if done == nil {
 		done = func(Result, error) {}
 	}
@@ -116,7 +128,7 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 	if err != nil {
 		p.failed.Add(1)
 		done(Result{}, err)
-		return
+		return ""
 	}
 	id := eventid.FromRecord(rec)
 	p.mu.RLock()
@@ -124,13 +136,22 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 	if p.closed {
 		p.failed.Add(1)
 		done(Result{EventID: id}, ErrClosed)
-		return
+		return id
 	}
 	p.inflight.Add(1)
 	start := time.Now()
 	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
-	p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+	// ctx may end the wait for buffer space (Produce blocks while the
+	// client's buffer is full), not the message once buffered: franz-go
+	// fails every record buffered for a partition when the first one's
+	// context has ended, so one caller's cancelled request would fail
+	// other sessions' messages, out of their order.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	p.cl.Produce(rctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
+		defer cancel()
 		tracing.EndSend(span, r, err)
 		p.metrics.sendDone(time.Since(start), err)
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
@@ -144,6 +165,7 @@ func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte
 		p.sent.Add(1)
 		done(res, nil)
 	})
+	return id
 }
 
 // record validates the input and builds the record with lanes' headers.

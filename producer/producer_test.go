@@ -251,6 +251,7 @@ func TestBadInput(t *testing.T) {
 		{"nil value", "s", nil, nil, ErrNilValue},
 		{"too large", "s", make([]byte, 2000), nil, ErrTooLarge},
 		{"bad event ID", "s", []byte("x"), []SendOption{WithEventID("nope")}, ErrBadEventID},
+		{"empty event ID", "s", []byte("x"), []SendOption{WithEventID("")}, ErrBadEventID}, // a missing idempotency key: no random ID
 	}
 	for _, tc := range cases {
 		if _, err := p.Send(ctx, tc.session, tc.value, tc.opts...); !errors.Is(err, tc.want) {
