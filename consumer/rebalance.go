@@ -61,8 +61,11 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 	adm := kadm.NewClient(cl)
 	resps, err := adm.FetchOffsets(cctx, c.cfg.Group) // every partition's: growth history and backlogs are learnt from the others too
 	if err != nil {
-		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed (with parking, the partitions are held until their rebuild reads them)")
+		c.log().Warn().Err(err).Msg("assign: cannot read committed offsets; completed offsets will be reprocessed (with parking, the partitions are held until their rebuild reads them; with transactions, until a rewind reads them)")
 		parkUnread(parts)
+		if c.tx != nil {
+			c.tx.unread(parts, err)
+		}
 		return
 	}
 	c.settled(ctx, cl, parts, resps) // its own CommitTimeout: the reads below keep theirs
@@ -77,6 +80,9 @@ func (c *Consumer) loadCommitted(ctx context.Context, cl *kgo.Client, parts []*p
 			c.log().Warn().Err(r.Err).Str("topic", t).Int32("partition", id).
 				Msg("assign: cannot read the committed offset; its position is committed once records arrive (with parking, once its rebuild reads it)")
 			parkUnread([]*partition{p})
+			if c.tx != nil {
+				c.tx.unread([]*partition{p}, r.Err)
+			}
 			continue
 		case !ok || r.At < 0:
 			p.parkCommitted("") // read: none

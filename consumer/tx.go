@@ -271,7 +271,11 @@ func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts in
 		return ""
 	}
 	ev := c.log().Warn().Str("transactional_id", c.tx.currentID()).Int("partitions", parts)
-	if failed != nil {
+	unread := failed != nil && errors.Is(*failed, errCommitUnread)
+	switch {
+	case unread:
+		ev = ev.AnErr("read_error", *failed)
+	case failed != nil:
 		ev = ev.AnErr("output_error", *failed)
 	}
 	if err != nil {
@@ -279,6 +283,8 @@ func (c *Consumer) logTxAbort(committed bool, failed *error, err error, parts in
 	}
 	why := "a rebalance or a lost partition since it began"
 	switch {
+	case unread:
+		why = "a partition's group commit could not be read"
 	case failed != nil:
 		why = "an output was refused"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -115,6 +115,25 @@ func (t *txn) refused(r *kgo.Record, err error) {
 	}
 }
 
+// errCommitUnread marks the open transaction's failure as a partition's
+// commit that could not be read (unread): not an output's.
+var errCommitUnread = errors.New("the group's commit could not be read")
+
+// unread fences parts, whose group commit could not be read at their
+// take-up, and fails the open transaction: their records are not handled
+// here (their outputs would commit without their offset, which toCommit
+// cannot offer while the commit is unread, and the records its metadata
+// lists as completed would be handled again), and the abort's rewind
+// reads the commits again. While they cannot be read the member aborts
+// every CommitInterval, and Health says so after three.
+func (t *txn) unread(parts []*partition, err error) {
+	for _, p := range parts {
+		p.stopStarting()
+	}
+	err = fmt.Errorf("%w (%d partitions, their records not handled until it is): %w", errCommitUnread, len(parts), err)
+	t.failed.CompareAndSwap(nil, &err)
+}
+
 // noteEnd keeps what Health says of the transaction that just ended:
 // committed, or aborted for why.
 func (t *txn) noteEnd(committed bool, why string, now time.Time) {

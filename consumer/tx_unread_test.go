@@ -1,0 +1,100 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestTransactionsUnreadCommit: a transaction aborts (an output refused)
+// and its rewind cannot read the group's commits (lanes' reads refused;
+// franz-go's own, which name the member, pass). The partition's records
+// are not handled until a read succeeds: its outputs would commit without
+// its offset, which is not committed while the commit is unread. Before
+// the fix the member handled offsets 5 to 9 and committed their outputs,
+// never their offsets, and a member started later handled them again:
+// their outputs were read twice at read_committed.
+func TestTransactionsUnreadCommit(t *testing.T) {
+	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
+	const group = "g-tx-unread"
+	values := func(from, to int) (vs []string) {
+		for seq := from; seq < to; seq++ {
+			vs = append(vs, "a|"+strconv.Itoa(seq))
+		}
+		return vs
+	}
+	h := HandlerFunc(func(ctx context.Context, m *Message) error {
+		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
+	})
+	cfg := e.config(group, "tx-in")
+	cfg.CommitTimeout = 500 * time.Millisecond
+	cfg.Transactions = TransactionPolicy{Enabled: true}
+	c, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, c)
+	e.produceValues("tx-in", values(0, 5)...) // offsets 0 to 4
+	waitFor(t, "offsets 0 to 4 committed", func() bool { return committedSum(e, group) == 5 }, nil)
+
+	var unreadable atomic.Bool
+	var refused atomic.Int64
+	unreadable.Store(true)
+	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.OffsetFetchRequest)
+		if !unreadable.Load() || len(req.Groups) == 0 || req.Groups[0].MemberID != nil {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.Version = req.Version
+		g := kmsg.NewOffsetFetchResponseGroup()
+		g.Group, g.ErrorCode = req.Groups[0].Group, kerr.GroupAuthorizationFailed.Code
+		resp.Groups = append(resp.Groups, g)
+		return resp, nil, true
+	})
+	var armed atomic.Bool // the member's next write to tx-out is refused: its transaction aborts
+	armed.Store(true)
+	e.answerProduce("tx-out", func([]byte) int16 {
+		if armed.CompareAndSwap(true, false) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+		return 0
+	})
+	e.produceValues("tx-in", values(5, 10)...) // offsets 5 to 9
+	// With the fix the member aborts again for the unread commit; without
+	// it, offset 9's output commits (its offset cannot: it is unread).
+	nineOut := func() bool { return readOutputs(t, e, "tx-out", true).bySeq["a"][9] > 0 }
+	waitFor(t, "an abort for the unread commit, or offset 9's output committed", func() bool {
+		st := c.Stats().Transactions
+		return st.Rewinds > 0 && refused.Load() > 0 && st.Aborted >= 2 || nineOut()
+	}, func() string { return fmt.Sprintf("%+v, %d reads refused", c.Stats().Transactions, refused.Load()) })
+	if nineOut() {
+		t.Fatal("offset 9's output is committed while the group's commit, unread, could not commit offset 9")
+	}
+	unreadable.Store(false) // lanes' next rewind reads the commits
+	waitFor(t, "every input committed", func() bool { return committedSum(e, group) == 10 }, func() string {
+		return fmt.Sprintf("%+v", c.Stats().Transactions)
+	})
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	c2, err := New(cfg, h) // a restart reads the group's commit: nothing to do again
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := start(t, c2)
+	waitFor(t, "the restarted member's partition", func() bool { return len(c2.Stats().Partitions) == 1 }, nil)
+	if err := stop2(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	checkOutputs(t, readOutputs(t, e, "tx-out", true), []string{"a"}, 10, 1, nil)
+}
