@@ -22,7 +22,8 @@ var (
 		Args: "<command> [flags]",
 		About: "Lists or re-sends the records a lanes consumer dead-lettered: the copies in its dead-letter " +
 			"topic, with lanes-dlq-* headers saying where each came from and why. The topic is read from its " +
-			"start to the end it has when the command starts.",
+			"start to the end it has when the command starts, its committed records only (a transactional " +
+			"consumer's copies of aborted transactions are not dead letters).",
 		Commands: []cli.Command{
 			{Name: "inspect", About: "list the dead-lettered records and count them by reason"},
 			{Name: "replay", About: "send them back to their source topic (or another)"},
@@ -43,7 +44,7 @@ var (
 		About: "Sends the records of the dead-letter topic DLQ back to their source topic (or --to), with the " +
 			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers; --reason, " +
 			"--session and their --skip-* forms choose which. The topic is read up to the end it has at the " +
-			"start, so replaying never loops. --rate caps the records sent a second. The replay's progress is " +
+			"start, its committed records only, so replaying never loops. --rate caps the records sent a second. The replay's progress is " +
 			"kept in a consumer group of its own (one per selection): stopped (Ctrl-C) or failed, the same " +
 			"command goes on after the last record sent, and a second run of a finished one sends nothing again. " +
 			"--dry-run checks the targets and prints what would be sent.",

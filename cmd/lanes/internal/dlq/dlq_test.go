@@ -16,6 +16,7 @@ import (
 	"github.com/lanesdev/lanes/hashring"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 )
 
@@ -367,5 +368,122 @@ func TestReplayRateStopResume(t *testing.T) {
 				t.Fatalf("records %d to %d sent in %v; at 40/s at least %v", i, j, ats[j].Sub(ats[i]), least)
 			}
 		}
+	}
+}
+
+// TestTransactionalDLQ: a consumer with Config.Transactions writes its
+// dead-letter copies inside its transactions, so its dead-letter topic
+// holds commit and abort markers, the copies of aborted transactions, and
+// those of a transaction still open. inspect, replay and the console's
+// counts read the committed copies only, and finish at once though the
+// last offset before the end is a marker (franz-go hands markers back only
+// when asked). Partition 0: an aborted copy, then a committed one (its
+// last offset a commit marker); partition 1: a copy written without a
+// transaction, then an open transaction's.
+func TestTransactionalDLQ(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "chat"), kfake.SeedTopics(2, "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close) // after the clients' (t.Cleanup below): a transactional client closed after the cluster waits
+	ctx := context.Background()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	dead := func(session string, partition int32) *kgo.Record {
+		return &kgo.Record{Topic: "chat-dlq", Partition: partition, Key: []byte(session), Value: []byte(session), Headers: []kgo.RecordHeader{
+			{Key: consumer.HeaderDLQTopic, Value: []byte("chat")}, {Key: consumer.HeaderDLQReason, Value: []byte("timeout")}}}
+	}
+	client := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	tx := client(kgo.TransactionalID("dlq-tx"))
+	for _, tc := range []struct {
+		session string
+		end     kgo.TransactionEndTry
+	}{{"aborted", kgo.TryAbort}, {"committed", kgo.TryCommit}} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.ProduceSync(ctx, dead(tc.session, 0)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.EndTransaction(ctx, tc.end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client().ProduceSync(ctx, dead("plain", 1)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	open := client(kgo.TransactionalID("dlq-open"))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, dead("open", 1)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	if err := Run(ctx, []string{"inspect", "--brokers", brokers, "--topic", "chat-dlq", "--timeout", "5s"}, &out, &out); err != nil {
+		t.Fatalf("inspect: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "2 records; timeout: 2") || !strings.Contains(out.String(), `key="committed"`) ||
+		!strings.Contains(out.String(), `key="plain"`) || strings.Contains(out.String(), `"aborted"`) || strings.Contains(out.String(), `"open"`) {
+		t.Errorf("inspect lists other than the committed copies and the plain one:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Run(ctx, []string{"replay", "--brokers", brokers, "--topic", "chat-dlq", "--timeout", "20s"}, &out, &out); err != nil ||
+		!strings.Contains(out.String(), "2 records replayed") {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	got, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: 20 * time.Second}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, string(r.Key))
+	}
+	slices.Sort(keys)
+	if err != nil || !slices.Equal(keys, []string{"committed", "plain"}) {
+		t.Errorf("replayed %q (%v), want the committed copy and the plain one", keys, err)
+	}
+	counts, n, err := CountByReason(ctx, c.ListenAddrs(), "chat-dlq", nil, 20*time.Second)
+	if err != nil || n != 2 || counts["timeout"] != 2 {
+		t.Errorf("the console's counts: %v, %d, %v; want timeout: 2", counts, n, err)
+	}
+}
+
+// TestReadTimeoutSaysWhere: when the brokers answer the listing but not
+// the fetches, a read gives up after --timeout and says how far each
+// partition got and where its end is.
+func TestReadTimeoutSaysWhere(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "chat-dlq", Partition: 0, Value: []byte("a")},
+		&kgo.Record{Topic: "chat-dlq", Partition: 0, Value: []byte("b")}, &kgo.Record{Topic: "chat-dlq", Partition: 1, Value: []byte("c")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release) // before c.Close: wakes the held fetches
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	err = Run(context.Background(), []string{"inspect", "--brokers", strings.Join(c.ListenAddrs(), ","), "--topic", "chat-dlq", "--timeout", "300ms"},
+		&bytes.Buffer{}, &bytes.Buffer{})
+	want := "did not answer within --timeout 300ms while reading chat-dlq (0 records read; 2 partitions not yet read to the end: " +
+		"partition 0 at offset 0 (end 2), partition 1 at offset 0 (end 1))"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("inspect with the fetches unanswered: %v, want an error with %q", err, want)
 	}
 }

@@ -1,6 +1,6 @@
 // Package dlq is "lanes dlq inspect|replay": list the records of a
 // dead-letter topic with where they came from, when and why (inspect.go),
 // or send them back to their source topic with their event IDs
-// (replay.go). read.go reads the topic up to the end offsets seen at the
-// start, within --timeout.
+// (replay.go). read.go reads the topic's committed records up to the last
+// stable offsets seen at the start, within --timeout.
 package dlq

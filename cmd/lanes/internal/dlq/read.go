@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,12 +46,20 @@ func missingTopics(ctx context.Context, adm *kadm.Client, want ...string) ([]str
 }
 
 // readDLQ reads the dead-letter topic from its start to the end offsets
-// seen at the start, within --timeout.
+// seen at the start, within --timeout. It reads committed records only: a
+// consumer with Config.Transactions writes its dead-letter copies inside
+// its transactions, so the topic holds commit and abort markers and the
+// copies of aborted transactions, which are not dead letters. The end of a
+// partition is its last stable offset (the high watermark, or the first
+// offset of a transaction still open); the record before it may be a
+// marker, which franz-go hands back only when asked (KeepControlRecords),
+// so the markers are read too and left out of what readDLQ returns.
 func readDLQ(ctx context.Context, f dlqFlags, opts []kgo.Opt) ([]*kgo.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(f.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, fmt.Errorf("brokers %s: %w", f.brokers, err)
 	}
@@ -69,35 +79,63 @@ func readDLQ(ctx context.Context, f dlqFlags, opts []kgo.Opt) ([]*kgo.Record, er
 	if err != nil {
 		return nil, awaitErr(f, "listing the start offsets of "+f.topic, err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, f.topic)
+	ends, err := adm.ListCommittedOffsets(ctx, f.topic) // the last stable offsets
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
 		return nil, awaitErr(f, "listing the end offsets of "+f.topic, err)
 	}
-	want := map[int32]int64{}
+	want := map[int32]*readTo{}
 	ends.Each(func(o kadm.ListedOffset) {
 		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
-			want[o.Partition] = o.Offset
+			want[o.Partition] = &readTo{end: o.Offset, next: s.Offset}
 		}
 	})
 	var out []*kgo.Record
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, awaitErr(f, fmt.Sprintf("reading %s (%s read; %s not yet read to the end)", f.topic, cli.Count(len(out), "record"), cli.Count(len(want), "partition")), err)
+			return nil, awaitErr(f, fmt.Sprintf("reading %s (%s read; %s not yet read to the end: %s)", f.topic,
+				cli.Count(len(out), "record"), cli.Count(len(want), "partition"), unread(want)), err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := want[r.Partition]; ok && r.Offset < end {
-				out = append(out, r)
-				if r.Offset == end-1 {
-					delete(want, r.Partition)
+			to, ok := want[r.Partition]
+			if !ok {
+				return
+			}
+			if r.Offset < to.end {
+				to.next = r.Offset + 1
+				if !r.Attrs.IsControl() {
+					out = append(out, r)
 				}
+			}
+			if r.Offset >= to.end-1 { // a marker, or a record past the end: read to the end
+				delete(want, r.Partition)
 			}
 		})
 	}
 	return out, nil
+}
+
+// readTo is how far readDLQ has read a partition: next is the offset after
+// the last record read (its start offset before any), end its end.
+type readTo struct{ end, next int64 }
+
+// unread says how far each partition not yet read to its end got, in
+// partition order, the first few: "partition 0 at offset 3 (end 5)".
+func unread(want map[int32]*readTo) string {
+	const most = 8
+	parts := slices.Sorted(maps.Keys(want))
+	var says []string
+	for i, p := range parts {
+		if i == most {
+			says = append(says, fmt.Sprintf("and %d more", len(parts)-most))
+			break
+		}
+		says = append(says, fmt.Sprintf("partition %d at offset %d (end %d)", p, want[p].next, want[p].end))
+	}
+	return strings.Join(says, ", ")
 }
 
 // CountByReason reads the dead-letter topic topic from its start to the
