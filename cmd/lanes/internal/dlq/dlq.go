@@ -42,9 +42,11 @@ var (
 		Name: "dlq replay",
 		Args: "--brokers host:port --topic DLQ [flags]",
 		About: "Sends the records of the dead-letter topic DLQ back to their source topic (or --to), with the " +
-			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers; --reason, " +
-			"--session and their --skip-* forms choose which. The topic is read up to the end it has at the " +
-			"start, its committed records only, so replaying never loops. --rate caps the records sent a second. The replay's progress is " +
+			"same key, value and headers, so the same event ID, minus the lanes-dlq-* headers, each on its " +
+			"session's partition as lanes' producer places it (the scheme of its lanes-placement header, jump " +
+			"or kafka, over the topic's partition count now, stamped again); --reason, --session and their " +
+			"--skip-* forms choose which. The topic is read up to the end it has at the start, its committed " +
+			"records only, so replaying never loops. --rate caps the records sent a second. The replay's progress is " +
 			"kept in a consumer group of its own (one per selection): stopped (Ctrl-C) or failed, the same " +
 			"command goes on after the last record sent, and a second run of a finished one sends nothing again. " +
 			"--dry-run checks the targets and prints what would be sent.",

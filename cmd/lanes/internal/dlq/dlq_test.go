@@ -14,6 +14,7 @@ import (
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
 	"github.com/lanesdev/lanes/hashring"
+	"github.com/lanesdev/lanes/producer"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -367,6 +368,103 @@ func TestReplayRateStopResume(t *testing.T) {
 			if least := time.Duration(float64(j-i-1) / 40 * float64(time.Second)); ats[j].Sub(ats[i]) < least-time.Millisecond {
 				t.Fatalf("records %d to %d sent in %v; at 40/s at least %v", i, j, ats[j].Sub(ats[i]), least)
 			}
+		}
+	}
+}
+
+// deadCopy is the dead-letter copy of r the consumer writes
+// (deadLetters.record): r's key, value and headers, plus lanes-dlq-*.
+func deadCopy(r *kgo.Record, dlq string) *kgo.Record {
+	h := append([]kgo.RecordHeader(nil), r.Headers...)
+	h = append(h, kgo.RecordHeader{Key: consumer.HeaderDLQTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: consumer.HeaderDLQPartition, Value: []byte(fmt.Sprint(r.Partition))},
+		kgo.RecordHeader{Key: consumer.HeaderDLQOffset, Value: []byte(fmt.Sprint(r.Offset))},
+		kgo.RecordHeader{Key: consumer.HeaderDLQReason, Value: []byte("permanent")})
+	return &kgo.Record{Topic: dlq, Key: r.Key, Value: r.Value, Headers: h}
+}
+
+// TestReplayKeepsPlacement: a replayed record lands on its session's
+// partition by the scheme of its lanes-placement header, over the target's
+// partition count now, and is stamped again as the producer stamps: a
+// PartitionJump session's record on the session's jump partition (not the
+// murmur2 one, where the session's other records are not), a record
+// stamped jump/4 on the session's jump partition of 8 (stamped jump/8), a
+// kafka/8 or an unstamped one (another producer's) by murmur2, stamped
+// kafka/8.
+func TestReplayKeepsPlacement(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(8, "chat"), kfake.SeedTopics(1, "chat-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	var split []string // sessions whose jump and murmur2 partitions of 8 differ
+	for i := 0; len(split) < 4 && i < 1000; i++ {
+		s := fmt.Sprint("chat-", i)
+		j, _ := hashring.JumpPartition(s, 8)
+		k, _ := hashring.KafkaPartition([]byte(s), 8)
+		if j != k {
+			split = append(split, s)
+		}
+	}
+	if len(split) < 4 {
+		t.Fatalf("%d sessions whose jump and murmur2 partitions differ in 1000", len(split))
+	}
+	jumped, stale, kafka, plain := split[0], split[1], split[2], split[3]
+	for _, tc := range []struct {
+		session string
+		scheme  producer.Partitioning
+	}{{jumped, producer.PartitionJump}, {kafka, producer.PartitionKafka}} {
+		p, err := producer.New(producer.Config{Brokers: c.ListenAddrs(), Topic: "chat", Partitioning: tc.scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Send(ctx, tc.session, []byte("first"))
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: time.Minute}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
+	if err != nil || len(orig) != 2 {
+		t.Fatalf("the producer's records: %d, %v", len(orig), err)
+	}
+	var dead []*kgo.Record
+	for _, r := range orig {
+		dead = append(dead, deadCopy(r, "chat-dlq"))
+	}
+	dead = append(dead, deadCopy(&kgo.Record{Topic: "chat", Key: []byte(stale), Value: []byte("first"),
+		Headers: []kgo.RecordHeader{{Key: hashring.HeaderPlacement, Value: []byte("jump/4")}}}, "chat-dlq"),
+		deadCopy(&kgo.Record{Topic: "chat", Key: []byte(plain), Value: []byte("first")}, "chat-dlq"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Run(ctx, []string{"replay", "--brokers", brokers, "--topic", "chat-dlq"}, &out, &out); err != nil || !strings.Contains(out.String(), "4 records replayed") {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	got, err := readDLQ(ctx, dlqFlags{brokers: brokers, topic: "chat", timeout: time.Minute}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)})
+	if err != nil || len(got) != 6 {
+		t.Fatalf("chat after the replay: %d records, %v; want 6", len(got), err)
+	}
+	jump8 := func(s string) int { p, _ := hashring.JumpPartition(s, 8); return p }
+	kafka8 := func(s string) int { p, _ := hashring.KafkaPartition([]byte(s), 8); return p }
+	want := map[string]struct {
+		partition int
+		placement string
+	}{jumped: {jump8(jumped), "jump/8"}, stale: {jump8(stale), "jump/8"}, kafka: {kafka8(kafka), "kafka/8"}, plain: {kafka8(plain), "kafka/8"}}
+	for _, r := range got {
+		pl, _ := eventid.Header(r, hashring.HeaderPlacement)
+		w := want[string(r.Key)]
+		if int(r.Partition) != w.partition || pl != w.placement {
+			t.Errorf("record %q of %s on partition %d, placement %q; want partition %d, placement %q",
+				r.Value, r.Key, r.Partition, pl, w.partition, w.placement)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lanesdev/lanes/cmd/lanes/internal/cli"
 	"github.com/lanesdev/lanes/consumer"
 	"github.com/lanesdev/lanes/eventid"
+	"github.com/lanesdev/lanes/hashring"
 )
 
 // dlqHeaders are the headers the consumer adds to a dead-lettered record;
@@ -78,7 +79,7 @@ type replayRun struct {
 // stops between two records, keeps its progress and says how to go on.
 func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, sel Selection, group string, fromStart, dry bool,
 	perSecond float64, every time.Duration) error {
-	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
+	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(placementPartitioner()))...)
 	if err != nil {
 		return fmt.Errorf("brokers %s: %w", f.brokers, err)
 	}
@@ -112,6 +113,49 @@ func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs [
 	}
 	return r.send(ctx, out, already)
 }
+
+// placementPartitioner places each replayed record as lanes' producer
+// places its session's records: by the scheme of its lanes-placement
+// header (jump or kafka; kafka when it has none, as a record of another
+// producer, or one that does not parse), with hashring.Partitioner, over
+// the target topic's partition count now, stamping the placement again
+// (the consumer's growth logic reads it). A dead-letter copy keeps the
+// original's headers, so a PartitionJump session's replayed record joins
+// the session's other records; placed by murmur2 it would land elsewhere
+// and the session's order would be lost.
+func placementPartitioner() kgo.Partitioner {
+	return byPlacement{kafka: hashring.Partitioner(hashring.SchemeKafka), jump: hashring.Partitioner(hashring.SchemeJump)}
+}
+
+type byPlacement struct{ kafka, jump kgo.Partitioner }
+
+func (p byPlacement) ForTopic(t string) kgo.TopicPartitioner {
+	return byPlacementTopic{kafka: p.kafka.ForTopic(t), jump: p.jump.ForTopic(t)}
+}
+
+// byPlacementTopic places the records of one topic; franz-go calls it
+// under the topic's partitioner lock, as it does the two it picks from.
+type byPlacementTopic struct{ kafka, jump kgo.TopicPartitioner }
+
+// of is the partitioner of r's scheme. Partition stamps the header again
+// with the same scheme, so the choice does not change once made.
+func (pt byPlacementTopic) of(r *kgo.Record) kgo.TopicPartitioner {
+	for _, h := range r.Headers {
+		if h.Key == hashring.HeaderPlacement {
+			if pl, err := hashring.ParsePlacement(h.Value); err == nil && pl.Scheme == hashring.SchemeJump {
+				return pt.jump
+			}
+			break
+		}
+	}
+	return pt.kafka
+}
+
+func (pt byPlacementTopic) RequiresConsistency(r *kgo.Record) bool {
+	return pt.of(r).RequiresConsistency(r)
+}
+
+func (pt byPlacementTopic) Partition(r *kgo.Record, n int) int { return pt.of(r).Partition(r, n) }
 
 // pick builds the records to send: those selected, after the progress.
 // done counts the selected ones the progress skips.
