@@ -150,8 +150,12 @@ func (a *actions) startReplay(w http.ResponseWriter, r *http.Request) {
 	case a.o.dlq == "":
 		a.done(w, r, what, fmt.Errorf("no dead-letter topic: start lanes console with --dlq"))
 		return
-	case err != nil || perSecond <= 0:
-		a.done(w, r, what, fmt.Errorf("rate: want a number of records a second above 0"))
+	case err != nil:
+		a.done(w, r, what, fmt.Errorf("rate %q: want a number of records a second above 0", r.PostFormValue("rate")))
+		return
+	}
+	if _, err := dlq.RateGap("rate", perSecond); err != nil { // not above 0, NaN, infinite, or too low for a time.Duration gap
+		a.done(w, r, what, err)
 		return
 	}
 	a.mu.Lock()

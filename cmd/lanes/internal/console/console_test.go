@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -40,6 +41,39 @@ func TestBadArgs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestReplayRateRejected: the console's replay form refuses a rate that is
+// not a number of records a second above 0 (NaN or Inf would mean no cap)
+// or so low that the gap between two records overflows a time.Duration,
+// naming the field, and starts no replay.
+func TestReplayRateRejected(t *testing.T) {
+	a := newActions(options{brokers: []string{"127.0.0.1:1"}, group: "g", dlq: "chats-dlq", timeout: time.Second})
+	defer a.close()
+	h := a.handler()
+	for _, tc := range []struct{ rate, want string }{
+		{"x", `rate "x": want a number of records a second above 0`},
+		{"0", "rate 0: want a number of records a second above 0"},
+		{"-1", "rate -1: want a number of records a second above 0"},
+		{"NaN", "rate NaN: want a number of records a second above 0"},
+		{"Inf", "rate +Inf: want a number of records a second above 0"},
+		{"1e-11", "rate 1e-11: want at least 1.1e-10 records a second"},
+	} {
+		form := url.Values{"token": {a.token}, "rate": {tc.rate}}
+		req := httptest.NewRequest(http.MethodPost, "/replay", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		loc, _ := url.Parse(w.Header().Get("Location"))
+		if did := loc.Query().Get("did"); w.Code != http.StatusSeeOther || !strings.Contains(did, "failed: "+tc.want) {
+			t.Errorf("rate %q: %d %q, want a failure with %q", tc.rate, w.Code, did, tc.want)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.replay != nil {
+		t.Errorf("a replay started: %s", a.replay.what)
 	}
 }
 

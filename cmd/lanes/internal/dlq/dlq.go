@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -178,8 +177,8 @@ func runReplay(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if *perSecond < 0 || math.IsNaN(*perSecond) || math.IsInf(*perSecond, 0) {
-		return fmt.Errorf("--rate %v: want a number of records a second, 0 for no cap", *perSecond)
+	if _, err := replayGap("--rate", *perSecond); err != nil {
+		return err
 	}
 	recs, err := readDLQ(ctx, f, opts)
 	if err != nil {

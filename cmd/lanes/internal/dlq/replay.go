@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -62,7 +63,7 @@ type replayRun struct {
 	w        io.Writer
 	sel      Selection
 	group    string
-	rate     float64
+	gap      time.Duration // between two records sent (0: no cap)
 	every    time.Duration // progress lines
 	cl       *kgo.Client
 	next     map[int32]int64 // per DLQ partition, the offset after the last record replayed
@@ -79,6 +80,10 @@ type replayRun struct {
 // stops between two records, keeps its progress and says how to go on.
 func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs []*kgo.Record, sel Selection, group string, fromStart, dry bool,
 	perSecond float64, every time.Duration) error {
+	gap, err := replayGap("--rate", perSecond)
+	if err != nil {
+		return err
+	}
 	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(placementPartitioner()))...)
 	if err != nil {
 		return fmt.Errorf("brokers %s: %w", f.brokers, err)
@@ -87,7 +92,7 @@ func replay(ctx context.Context, w io.Writer, f dlqFlags, opts []kgo.Opt, recs [
 	if group == "" {
 		group = sel.group(f.topic)
 	}
-	r := &replayRun{f: f, w: w, sel: sel, group: group, rate: perSecond, every: every, cl: cl, next: map[int32]int64{}}
+	r := &replayRun{f: f, w: w, sel: sel, group: group, gap: gap, every: every, cl: cl, next: map[int32]int64{}}
 	if !fromStart {
 		if err := r.loadProgress(ctx); err != nil {
 			return err
@@ -220,10 +225,6 @@ func (r *replayRun) checkTargets(ctx context.Context, out []*kgo.Record) error {
 // wake never lets the next ones catch up (a token bucket's reservations
 // would, sending them together).
 func (r *replayRun) send(ctx context.Context, out []*kgo.Record, already string) error {
-	var gap time.Duration
-	if r.rate > 0 {
-		gap = time.Duration(float64(time.Second) / r.rate)
-	}
 	start, shown := time.Now(), time.Now()
 	r.lastSave = start
 	var due time.Time // when the next record may be sent
@@ -231,8 +232,8 @@ func (r *replayRun) send(ctx context.Context, out []*kgo.Record, already string)
 		if !waitUntil(ctx, due) {
 			return r.stopped(len(out))
 		}
-		if gap > 0 {
-			due = time.Now().Add(gap)
+		if r.gap > 0 {
+			due = time.Now().Add(r.gap)
 		}
 		dlqPart, dlqOff := o.Partition, o.Offset
 		o.Partition, o.Offset = 0, 0
@@ -320,6 +321,9 @@ func (r *replayRun) saveProgress() error {
 // records a second (0: no cap), writing its progress and outcome lines to
 // w, as lanes dlq replay does (the console's replay action).
 func Replay(ctx context.Context, w io.Writer, brokers []string, topic string, opts []kgo.Opt, timeout time.Duration, sel Selection, perSecond float64) error {
+	if _, err := replayGap("rate", perSecond); err != nil {
+		return err
+	}
 	f := dlqFlags{brokers: strings.Join(brokers, ","), topic: topic, timeout: timeout}
 	all := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)
 	recs, err := readDLQ(ctx, f, all)
@@ -327,6 +331,35 @@ func Replay(ctx context.Context, w io.Writer, brokers []string, topic string, op
 		return err
 	}
 	return replay(ctx, w, f, all, recs, sel, "", false, false, perSecond, 5*time.Second)
+}
+
+// RateGap is the least time between two records a replay sends at most
+// perSecond a second. A rate that is not above 0, not a number, infinite,
+// or so low that the gap overflows a time.Duration (below about 1.1e-10 a
+// second, a record every 292 years) is an error that names name, the flag
+// or form field it came from.
+func RateGap(name string, perSecond float64) (time.Duration, error) {
+	if math.IsNaN(perSecond) || math.IsInf(perSecond, 0) || perSecond <= 0 {
+		return 0, fmt.Errorf("%s %v: want a number of records a second above 0", name, perSecond)
+	}
+	gap := float64(time.Second) / perSecond
+	if gap >= float64(math.MaxInt64) { // float64(MaxInt64) is 2^63: out of range
+		return 0, fmt.Errorf("%s %v: want at least %.2g records a second (one every 292 years)",
+			name, perSecond, float64(time.Second)/float64(math.MaxInt64))
+	}
+	return time.Duration(gap), nil
+}
+
+// replayGap is RateGap, with 0 for no cap (--rate 0).
+func replayGap(name string, perSecond float64) (time.Duration, error) {
+	if perSecond == 0 {
+		return 0, nil
+	}
+	gap, err := RateGap(name, perSecond)
+	if err != nil {
+		return 0, fmt.Errorf("%w, or 0 for no cap", err)
+	}
+	return gap, nil
 }
 
 // waitUntil waits until at, or until ctx ends (false).
