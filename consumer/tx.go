@@ -79,13 +79,18 @@ func (c *Consumer) txTick(ctx context.Context) {
 }
 
 // pollCtx is the context of one poll: with transactions on, it ends when
-// the open transaction is due to end.
+// the open transaction is due to end, or at once after a rebalance since
+// it began (rebalanced cuts the poll under way, and may have found the
+// last one's cancel: either it sees this poll's, or this poll sees moved).
 func (c *Consumer) pollCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.tx == nil {
 		return ctx, func() {}
 	}
 	pctx, cancel := context.WithDeadline(ctx, c.tx.due)
 	c.tx.stopPoll.Store(&cancel)
+	if c.tx.moved.Load() {
+		cancel()
+	}
 	return pctx, cancel
 }
 

@@ -98,3 +98,29 @@ func TestTransactionsUnreadCommit(t *testing.T) {
 	}
 	checkOutputs(t, readOutputs(t, e, "tx-out", true), []string{"a"}, 10, 1, nil)
 }
+
+// TestPollCutAfterRebalance: a revoke's rebalanced that ran between two
+// polls (it found the spent cancel of the last one) still cuts the next
+// poll short, so the transaction ends before a second revoke can go
+// unseen. Before the fix the next poll ran until the transaction was due.
+func TestPollCutAfterRebalance(t *testing.T) {
+	c := &Consumer{tx: &txn{due: time.Now().Add(time.Hour)}}
+	pctx, cancel := c.pollCtx(context.Background())
+	cancel() // the last poll ended
+	if pctx.Err() == nil {
+		t.Fatal("a poll's context outlived its cancel")
+	}
+	c.tx.rebalanced() // a revoke between polls: the cancel it finds is spent
+	pctx, cancel = c.pollCtx(context.Background())
+	defer cancel()
+	if pctx.Err() == nil {
+		t.Fatal("the poll after a rebalance since the transaction began is not cut short: it runs until the transaction is due")
+	}
+	c.tx.moved.Store(false) // the transaction ended (txEnd)
+	if pctx, cancel := c.pollCtx(context.Background()); pctx.Err() != nil {
+		cancel()
+		t.Fatal("a poll after the transaction ended is cut short")
+	} else {
+		cancel()
+	}
+}
