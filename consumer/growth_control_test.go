@@ -51,18 +51,7 @@ func movedWaitPaused(t *testing.T, older, batch, park bool) {
 	e := newEnv(t, 2, "chats", "chats.park")
 	pl2 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 2}
 	pl6 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 6}
-	var s string
-	for _, c := range sessionNames(100) {
-		a, _ := pl2.Partition([]byte(c), 2)
-		b, _ := pl6.Partition([]byte(c), 6)
-		if a != b {
-			s = c
-			break
-		}
-	}
-	qq, _ := pl2.Partition([]byte(s), 2)
-	pp, _ := pl6.Partition([]byte(s), 6)
-	q, p := int32(qq), int32(pp)
+	s, q, p := movedSession(2, 6)
 	others := []string{"blocker"}
 	if older {
 		for i := range 30 {
@@ -70,16 +59,7 @@ func movedWaitPaused(t *testing.T, older, batch, park bool) {
 		}
 	}
 	gate := make(chan struct{})
-	rec := newRecorder(len(others)+2, func(ctx context.Context, m *Message) error {
-		if string(m.Record.Key) == "blocker" {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
+	rec := newRecorder(len(others)+2, heldByGate(gate))
 	cfg := e.config("g", "chats")
 	cfg.MaxBufferedRecords, cfg.MaxPollRecords = 8, 4
 	cfg.Control = ControlPolicy{Enabled: true, Interval: 20 * time.Millisecond}

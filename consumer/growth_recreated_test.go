@@ -28,21 +28,9 @@ func TestGrowthAfterRecreatedSmaller(t *testing.T) {
 	e := newEnv(t, 6, "chats")
 	pl2 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 2}
 	pl4 := hashring.Placement{Scheme: hashring.SchemeKafka, Count: 4}
-	s := moved(sessionNames(100), pl2, 2, 4)[0]
-	qq, _ := pl2.Partition([]byte(s), 2)
-	pp, _ := pl4.Partition([]byte(s), 4)
-	q, p := int32(qq), int32(pp)
+	s, q, p := movedSession(2, 4)
 	gate := make(chan struct{})
-	rec := newRecorder(1+1+30+2*per, func(ctx context.Context, m *Message) error {
-		if string(m.Record.Key) == "blocker" {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
+	rec := newRecorder(1+1+30+2*per, heldByGate(gate))
 	cfg := e.config("g", "chats")
 	cfg.MaxBufferedRecords = 8
 	cfg.MaxPollRecords = 4

@@ -65,6 +65,32 @@ func moved(sessions []string, pl hashring.Placement, from, to int) []string {
 	return out
 }
 
+// movedSession is the first of 100 sessions that a kafka-placed topic's
+// growth from n to m partitions moves: its partition before, q, and
+// after, p.
+func movedSession(n, m int) (s string, q, p int32) {
+	pl := hashring.Placement{Scheme: hashring.SchemeKafka}
+	s = moved(sessionNames(100), pl, n, m)[0]
+	qq, _ := pl.Partition([]byte(s), n)
+	pp, _ := pl.Partition([]byte(s), m)
+	return s, int32(qq), int32(pp)
+}
+
+// heldByGate is a handler's work: a record of session "blocker" waits
+// until gate is closed (or its attempt ends).
+func heldByGate(gate <-chan struct{}) func(context.Context, *Message) error {
+	return func(ctx context.Context, m *Message) error {
+		if string(m.Record.Key) == "blocker" {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+}
+
 // TestGrowthKeepsOrder: a topic of 2 partitions, read by two members,
 // grows to 6 while every session's records of the old count are still
 // being handled (held at a gate), and each session gets more records

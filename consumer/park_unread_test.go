@@ -47,21 +47,7 @@ func TestParkHeldWhileCommitsUnread(t *testing.T) {
 
 	// lanes' own reads of the group's commits (franz-go's, which name the
 	// member, are answered) fail until the test lets them through.
-	var unreadable atomic.Bool
-	unreadable.Store(true)
-	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kr.(*kmsg.OffsetFetchRequest)
-		if !unreadable.Load() || len(req.Groups) == 0 || req.Groups[0].MemberID != nil {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.Version = req.Version
-		g := kmsg.NewOffsetFetchResponseGroup()
-		g.Group, g.ErrorCode = req.Groups[0].Group, kerr.GroupAuthorizationFailed.Code
-		resp.Groups = append(resp.Groups, g)
-		return resp, nil, true
-	})
+	unreadable, _ := e.refuseCommitReads()
 	rec := newRecorder(5, nil)
 	cfg := e.config("g-unread", "chats")
 	cfg.Park.Enabled = true
@@ -90,4 +76,28 @@ func TestParkHeldWhileCommitsUnread(t *testing.T) {
 	unreadable.Store(false)
 	rec.wait(t)
 	checkOrder(t, rec, []string{"chats"}, []string{"s"}, 5)
+}
+
+// refuseCommitReads has the broker refuse lanes' own reads of a group's
+// committed offsets (GROUP_AUTHORIZATION_FAILED) while the returned flag
+// is set, as it is at first; franz-go's own reads, which name the member,
+// are answered. refused counts the reads refused.
+func (e *env) refuseCommitReads() (unreadable *atomic.Bool, refused *atomic.Int64) {
+	unreadable, refused = new(atomic.Bool), new(atomic.Int64)
+	unreadable.Store(true)
+	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kr.(*kmsg.OffsetFetchRequest)
+		if !unreadable.Load() || len(req.Groups) == 0 || req.Groups[0].MemberID != nil {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.Version = req.Version
+		g := kmsg.NewOffsetFetchResponseGroup()
+		g.Group, g.ErrorCode = req.Groups[0].Group, kerr.GroupAuthorizationFailed.Code
+		resp.Groups = append(resp.Groups, g)
+		return resp, nil, true
+	})
+	return unreadable, refused
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestTransactionsUnreadCommit: a transaction aborts (an output refused)
@@ -44,23 +43,7 @@ func TestTransactionsUnreadCommit(t *testing.T) {
 	e.produceValues("tx-in", values(0, 5)...) // offsets 0 to 4
 	waitFor(t, "offsets 0 to 4 committed", func() bool { return committedSum(e, group) == 5 }, nil)
 
-	var unreadable atomic.Bool
-	var refused atomic.Int64
-	unreadable.Store(true)
-	e.c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kr.(*kmsg.OffsetFetchRequest)
-		if !unreadable.Load() || len(req.Groups) == 0 || req.Groups[0].MemberID != nil {
-			return nil, nil, false
-		}
-		refused.Add(1)
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.Version = req.Version
-		g := kmsg.NewOffsetFetchResponseGroup()
-		g.Group, g.ErrorCode = req.Groups[0].Group, kerr.GroupAuthorizationFailed.Code
-		resp.Groups = append(resp.Groups, g)
-		return resp, nil, true
-	})
+	unreadable, refused := e.refuseCommitReads()
 	var armed atomic.Bool // the member's next write to tx-out is refused: its transaction aborts
 	armed.Store(true)
 	e.answerProduce("tx-out", func([]byte) int16 {
