@@ -7,20 +7,6 @@ import "time"
 // PartitionStats and Health while it does; a write the revoke or shutdown
 // cut is no failure, only named by the shutdown as unfinished.
 
-// dlqFail is a record whose dead-letter copy could not be written.
-type dlqFail struct {
-	offset int64
-	err    string    // the last write's error
-	at     time.Time // when its first write failed
-	// cut: the write did not fail, the shutdown (or a revoke) ended it
-	// before the broker answered; not reported as failing, only named by
-	// the shutdown as unfinished. A write that fails after it clears it.
-	cut bool
-	// blocked: a write failed with an error that is not retriable, counted
-	// once in Stats.DeadLetterBlocked (dlqBlocked).
-	blocked bool
-}
-
 // forgetDLQLocked drops the failed dead-letter writes of records that are
 // done, by whatever path: a failure is reported only while its record
 // holds the partition. Called wherever records become done. p.mu held.

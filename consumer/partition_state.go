@@ -167,6 +167,20 @@ func (p *partition) unlock(flipped bool) {
 	}
 }
 
+// dlqFail is a record whose dead-letter copy could not be written.
+type dlqFail struct {
+	offset int64
+	err    string    // the last write's error
+	at     time.Time // when its first write failed
+	// cut: the write did not fail, the shutdown (or a revoke) ended it
+	// before the broker answered; not reported as failing, only named by
+	// the shutdown as unfinished. A write that fails after it clears it.
+	cut bool
+	// blocked: a write failed with an error that is not retriable, counted
+	// once in Stats.DeadLetterBlocked (dlqBlocked).
+	blocked bool
+}
+
 // keylessMark begins the name of a keyless lane (nilLane): a NUL, which
 // keeps it apart from every session key a producer would send.
 const keylessMark = "\x00"
