@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lanesdev/lanes/eventid"
@@ -19,21 +21,7 @@ import (
 // fix the Result was empty.
 func TestSendCtxEndsReportsEventID(t *testing.T) {
 	c := cluster(t, 1, "t")
-	hold := make(chan struct{})
-	var once sync.Once
-	var asleep sync.WaitGroup
-	t.Cleanup(func() { once.Do(func() { close(hold) }); asleep.Wait() }) // before the cluster closes (kfake: consumer/kfake_sleep_test.go)
-	held := make(chan struct{}, 1)
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		asleep.Add(1)
-		defer asleep.Done()
-		select {
-		case held <- struct{}{}:
-		default:
-		}
-		c.SleepControl(func() { <-hold })
-		return nil, nil, false
-	})
+	hold, held := holdProduce(t, c)
 	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t"})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-held; cancel() }() // the request is at the broker: ctx ends first
@@ -44,7 +32,7 @@ func TestSendCtxEndsReportsEventID(t *testing.T) {
 	if _, perr := eventid.Parse(res.EventID); perr != nil {
 		t.Fatalf("Send's ctx ended: Result %+v carries no event ID (%v): the message may still be delivered", res, perr)
 	}
-	once.Do(func() { close(hold) })
+	hold()
 	if got := readAll(t, c, "t", 1); eventid.FromRecord(got[0]) != res.EventID {
 		t.Fatalf("delivered with event ID %q; Send reported %q", eventid.FromRecord(got[0]), res.EventID)
 	}
@@ -71,4 +59,87 @@ func TestCancelledSendFailsNoOther(t *testing.T) {
 	if got := readAll(t, c, "t", 2); len(got) != 2 {
 		t.Fatalf("%d messages delivered, want 2", len(got))
 	}
+}
+
+// TestEndedCtxFailsNoOther: a SendAsync whose ctx has ended already fails
+// its own message at once, unbuffered, and no other: franz-go buffers
+// without looking at the context, and a record buffered with an ended
+// context first in its batch failed the batch (found by review).
+func TestEndedCtxFailsNoOther(t *testing.T) {
+	c := cluster(t, 1, "t")
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t", Linger: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	errs := make(chan error, 2)
+	p.SendAsync(ctx, "a", []byte("a|0"), func(_ Result, err error) { errs <- err })
+	p.SendAsync(context.Background(), "b", []byte("b|0"), func(_ Result, err error) { errs <- err })
+	if ea, eb := <-errs, <-errs; !errors.Is(ea, context.Canceled) || eb != nil {
+		t.Fatalf("a: %v; b: %v; want a's own ctx error, b delivered", ea, eb)
+	}
+	if got := readAll(t, c, "t", 1); string(got[0].Value) != "b|0" {
+		t.Fatalf("delivered %q, want b|0", got[0].Value)
+	}
+}
+
+// TestBufferFullReadsLimits: bufferFull reads the client's limits (a
+// wrong type would leave ctx unable to end a wait for room).
+func TestBufferFullReadsLimits(t *testing.T) {
+	c := cluster(t, 1, "t")
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t"})
+	if n, ok := p.cl.OptValue(kgo.MaxBufferedRecords).(int64); !ok || n <= 0 {
+		t.Fatalf("MaxBufferedRecords reads as %v (%T)", p.cl.OptValue(kgo.MaxBufferedRecords), p.cl.OptValue(kgo.MaxBufferedRecords))
+	}
+	if _, ok := p.cl.OptValue(kgo.MaxBufferedBytes).(int64); !ok {
+		t.Fatalf("MaxBufferedBytes reads as %T", p.cl.OptValue(kgo.MaxBufferedBytes))
+	}
+	if p.bufferFull() {
+		t.Fatal("an empty buffer reads as full")
+	}
+}
+
+// TestCtxEndsWaitForRoom: with the client's buffer full (its one record
+// held at the broker), SendAsync waits for room, and its ctx ending ends
+// that wait: its message fails alone, the one buffered before it is
+// delivered once the broker answers.
+func TestCtxEndsWaitForRoom(t *testing.T) {
+	c := cluster(t, 1, "t")
+	hold, held := holdProduce(t, c)
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t", ClientOptions: []kgo.Opt{kgo.MaxBufferedRecords(1)}})
+	first := make(chan error, 1)
+	p.SendAsync(context.Background(), "a", []byte("a|0"), func(_ Result, err error) { first <- err })
+	<-held // a is at the broker, still buffered: the buffer is full
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel) // SendAsync blocks below: nothing else can signal it
+	second := make(chan error, 1)
+	p.SendAsync(ctx, "b", []byte("b|0"), func(_ Result, err error) { second <- err })
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the send waiting for room: %v; want its ctx's end", err)
+	}
+	hold()
+	if err := <-first; err != nil {
+		t.Fatalf("the buffered message failed: %v", err)
+	}
+}
+
+// holdProduce has c hold every produce request until hold is called (or
+// the test ends, before c closes); held receives once the first is held.
+func holdProduce(t *testing.T, c *kfake.Cluster) (hold func(), held <-chan struct{}) {
+	release := make(chan struct{})
+	var once sync.Once
+	var asleep sync.WaitGroup
+	hold = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { hold(); asleep.Wait() }) // before the cluster closes (kfake: consumer/kfake_sleep_test.go)
+	ch := make(chan struct{}, 1)
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		asleep.Add(1)
+		defer asleep.Done()
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	return hold, ch
 }

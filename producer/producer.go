@@ -109,10 +109,11 @@ func (p *Producer) Send(ctx context.Context, sessionID string, value []byte, opt
 // the result, from a franz-go goroutine (done must not block for long).
 // done may be nil. Messages for one session sent by one goroutine are
 // written in call order. Bad input calls done at once with a typed error.
-// ctx bounds the wait for room in the client's buffer (SendAsync blocks
-// while it is full); once SendAsync returns, the message is the
-// producer's: delivered, or failed by DeliveryTimeout, whatever becomes of
-// ctx (a caller's ending context would otherwise fail the other messages
+// A ctx ended already fails the message at once; otherwise ctx bounds
+// only the wait for room in the client's buffer (SendAsync blocks while it
+// is full). Once SendAsync returns, the message is the producer's:
+// delivered, or failed by DeliveryTimeout, whatever becomes of ctx (a
+// caller's ending context would otherwise fail the other messages
 // buffered for its partition, other sessions' among them).
 func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte, done func(Result, error), opts ...SendOption) {
 	p.sendAsync(ctx, sessionID, value, done, opts)
@@ -138,20 +139,17 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 		done(Result{EventID: id}, ErrClosed)
 		return id
 	}
+	if err := ctx.Err(); err != nil { // ended already: not buffered, so it fails no other message
+		p.failed.Add(1)
+		done(Result{EventID: id}, fmt.Errorf("producer: send %s (event %s): %w", sessionID, id, err))
+		return id
+	}
 	p.inflight.Add(1)
 	start := time.Now()
 	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
-	// ctx may end the wait for buffer space (Produce blocks while the
-	// client's buffer is full), not the message once buffered: franz-go
-	// fails every record buffered for a partition when the first one's
-	// context has ended, so one caller's cancelled request would fail
-	// other sessions' messages, out of their order.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
+	rctx, cancel := p.recordCtx(ctx)
 	p.cl.Produce(rctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
-		defer cancel()
 		tracing.EndSend(span, r, err)
 		p.metrics.sendDone(time.Since(start), err)
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
@@ -165,7 +163,35 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 		p.sent.Add(1)
 		done(res, nil)
 	})
+	cancel()
 	return id
+}
+
+// recordCtx is the context a message is produced under: ctx's values, not
+// its end. franz-go fails every record buffered for a partition when the
+// first one's context has ended, so a caller's ended request would fail
+// other sessions' messages, out of their order. Only while the client's
+// buffer is full, when Produce waits for room, may ctx end that wait
+// (failing this message alone, not yet buffered); the wait's end is cut
+// off once it returns (call cancel then), which leaves a ctx ending just
+// as its message is buffered into a full buffer the one case it can
+// still reach the others.
+func (p *Producer) recordCtx(ctx context.Context) (context.Context, func()) {
+	rctx := context.WithoutCancel(ctx)
+	if !p.bufferFull() {
+		return rctx, func() {}
+	}
+	rctx, cancel := context.WithCancel(rctx)
+	stop := context.AfterFunc(ctx, cancel)
+	return rctx, func() { stop() }
+}
+
+// bufferFull reports whether the client buffers as many records (or
+// bytes) as it takes: a Produce now would wait for room.
+func (p *Producer) bufferFull() bool {
+	n, _ := p.cl.OptValue(kgo.MaxBufferedRecords).(int64)
+	b, _ := p.cl.OptValue(kgo.MaxBufferedBytes).(int64)
+	return n > 0 && p.cl.BufferedProduceRecords() >= n || b > 0 && p.cl.BufferedProduceBytes() >= b
 }
 
 // record validates the input and builds the record with lanes' headers.
