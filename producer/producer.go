@@ -42,6 +42,9 @@ type Producer struct {
 	tracer       *tracing.Tracer
 	metrics      *metrics
 	sendLog      logLimiter // failed sends, by topic and kind
+	// maxRecs and maxBytes are the client's buffer limits (0: none), read
+	// once: a Produce waits for room at them (bufferFull).
+	maxRecs, maxBytes int64
 }
 
 // New validates cfg and connects lazily (the first send dials the brokers).
@@ -70,7 +73,10 @@ func New(cfg Config) (*Producer, error) {
 		cl.Close()
 		return nil, fmt.Errorf("producer: metrics: %w", err)
 	}
-	return &Producer{cfg: cfg, cl: cl, tracer: tracing.New(cfg.TracerProvider, cfg.Propagator), metrics: m}, nil
+	maxRecs, _ := cl.OptValue(kgo.MaxBufferedRecords).(int64)
+	maxBytes, _ := cl.OptValue(kgo.MaxBufferedBytes).(int64)
+	return &Producer{cfg: cfg, cl: cl, tracer: tracing.New(cfg.TracerProvider, cfg.Propagator), metrics: m,
+		maxRecs: maxRecs, maxBytes: maxBytes}, nil
 }
 
 // batchOverhead is room for the record batch framing and lanes' headers
@@ -189,9 +195,7 @@ func (p *Producer) recordCtx(ctx context.Context) (context.Context, func()) {
 // bufferFull reports whether the client buffers as many records (or
 // bytes) as it takes: a Produce now would wait for room.
 func (p *Producer) bufferFull() bool {
-	n, _ := p.cl.OptValue(kgo.MaxBufferedRecords).(int64)
-	b, _ := p.cl.OptValue(kgo.MaxBufferedBytes).(int64)
-	return n > 0 && p.cl.BufferedProduceRecords() >= n || b > 0 && p.cl.BufferedProduceBytes() >= b
+	return p.maxRecs > 0 && p.cl.BufferedProduceRecords() >= p.maxRecs || p.maxBytes > 0 && p.cl.BufferedProduceBytes() >= p.maxBytes
 }
 
 // record validates the input and builds the record with lanes' headers.
