@@ -43,8 +43,11 @@ type Producer struct {
 	metrics      *metrics
 	sendLog      logLimiter // failed sends, by topic and kind
 	// maxRecs and maxBytes are the client's buffer limits (0: none), read
-	// once: a Produce waits for room at them (bufferFull).
-	maxRecs, maxBytes int64
+	// once: a Produce waits for room at them. pending and pendingBytes
+	// count the messages given to the client and not yet answered (the
+	// client's buffer: it is the producer's alone), without its lock.
+	maxRecs, maxBytes     int64
+	pending, pendingBytes atomic.Int64
 }
 
 // New validates cfg and connects lazily (the first send dials the brokers).
@@ -153,9 +156,14 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 	p.inflight.Add(1)
 	start := time.Now()
 	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
-	rctx, cancel := p.recordCtx(ctx)
+	size := recordSize(rec)
+	full := p.pending.Add(1) > p.maxRecs && p.maxRecs > 0
+	full = p.pendingBytes.Add(size) > p.maxBytes && p.maxBytes > 0 || full
+	rctx, cancel := recordCtx(ctx, full)
 	p.cl.Produce(rctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
+		p.pending.Add(-1)
+		p.pendingBytes.Add(-size)
 		tracing.EndSend(span, r, err)
 		p.metrics.sendDone(time.Since(start), err)
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
@@ -176,15 +184,15 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 // recordCtx is the context a message is produced under: ctx's values, not
 // its end. franz-go fails every record buffered for a partition when the
 // first one's context has ended, so a caller's ended request would fail
-// other sessions' messages, out of their order. Only while the client's
-// buffer is full, when Produce waits for room, may ctx end that wait
-// (failing this message alone, not yet buffered); the wait's end is cut
-// off once it returns (call cancel then), which leaves a ctx ending just
-// as its message is buffered into a full buffer the one case it can
+// other sessions' messages, out of their order. Only when the client's
+// buffer is full (full), when Produce waits for room, may ctx end that
+// wait (failing this message alone, not yet buffered); the wait's end is
+// cut off once it returns (call cancel then), which leaves a ctx ending
+// just as its message is buffered into a full buffer the one case it can
 // still reach the others.
-func (p *Producer) recordCtx(ctx context.Context) (context.Context, func()) {
+func recordCtx(ctx context.Context, full bool) (context.Context, func()) {
 	rctx := context.WithoutCancel(ctx)
-	if !p.bufferFull() {
+	if !full {
 		return rctx, func() {}
 	}
 	rctx, cancel := context.WithCancel(rctx)
@@ -192,10 +200,14 @@ func (p *Producer) recordCtx(ctx context.Context) (context.Context, func()) {
 	return rctx, func() { stop() }
 }
 
-// bufferFull reports whether the client buffers as many records (or
-// bytes) as it takes: a Produce now would wait for room.
-func (p *Producer) bufferFull() bool {
-	return p.maxRecs > 0 && p.cl.BufferedProduceRecords() >= p.maxRecs || p.maxBytes > 0 && p.cl.BufferedProduceBytes() >= p.maxBytes
+// recordSize is rec's size as franz-go counts it against
+// MaxBufferedBytes: its key, value and headers' keys and values.
+func recordSize(rec *kgo.Record) int64 {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // record validates the input and builds the record with lanes' headers.
