@@ -35,7 +35,8 @@ type checker struct {
 	dest        map[string]string // session → booked destination
 	misordered  int               // a correction applied before its booking
 	processed   int
-	deadLetters int
+	deadLetters int             // distinct messages given up to the DLQ
+	deadIDs     map[string]bool // their event IDs: a message handled again after a crash (its copy unwritten) is given up again
 	corrections int
 	latencies   []time.Duration
 	effects     map[string]int // event ID → times its effect was applied
@@ -43,7 +44,7 @@ type checker struct {
 
 func newChecker(cfg demoConfig) *checker {
 	c := &checker{cfg: cfg, per: make([]int, cfg.sessions), ledger: lanestest.NewLedger(),
-		next: map[string]int{}, dest: map[string]string{}, effects: map[string]int{}, latencies: make([]time.Duration, 0, cfg.messages)}
+		next: map[string]int{}, dest: map[string]string{}, effects: map[string]int{}, deadIDs: map[string]bool{}, latencies: make([]time.Duration, 0, cfg.messages)}
 	for i := range c.per {
 		c.per[i] = cfg.messages / cfg.sessions
 		if i < cfg.messages%cfg.sessions {
@@ -113,7 +114,10 @@ func (c *checker) finish(m *consumer.Message, seq int, text string, dead bool) {
 	defer c.mu.Unlock()
 	c.next[m.SessionID] = seq + 1
 	if dead {
-		c.deadLetters++
+		if !c.deadIDs[m.EventID] {
+			c.deadIDs[m.EventID] = true
+			c.deadLetters++
+		}
 		if strings.HasPrefix(text, "book a flight to ") {
 			c.dest[m.SessionID] = "" // the booking failed: nothing to correct
 		}

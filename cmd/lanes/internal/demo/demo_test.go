@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/lanesdev/lanes/consumer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,5 +79,20 @@ func TestBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseDemo(%q) = %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestDeadLettersCountedOnce: a message given up again after a crash (its
+// dead-letter copy unwritten when the first consumer stopped, the next
+// one handles it again) counts once: counted twice, the report said 3
+// dead-lettered with 2 records in the DLQ topic, and failed (met in CI).
+func TestDeadLettersCountedOnce(t *testing.T) {
+	c := newChecker(demoConfig{sessions: 1, messages: 2})
+	m := &consumer.Message{SessionID: "chat-00000", EventID: "e-1"}
+	c.finish(m, 0, "book a flight to London", true)
+	c.finish(m, 0, "book a flight to London", true) // handled again after the crash
+	c.finish(&consumer.Message{SessionID: "chat-00000", EventID: "e-2"}, 1, "make it Paris", true)
+	if c.deadLetters != 2 {
+		t.Fatalf("%d dead-lettered, want 2 distinct messages", c.deadLetters)
 	}
 }
