@@ -86,6 +86,7 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 func (c *Consumer) processBatch(l *lane, taken []*work) (back bool) {
 	b := make([]*work, 0, len(taken))
 	for i, w := range taken {
+		c.retaken(w)
 		if !w.p.start(w.seq) {
 			continue
 		}

@@ -118,9 +118,32 @@ func (c *Consumer) freeNow(w *work) bool {
 // (shard.giveBack): the lane's admission decides on it again, so a
 // session paused or limited while it waited sleeps, with no worker, and
 // its order kept. The record is queued again in its partition.
+//
+// A record given back by its wait (moves still set: it waits again when
+// it is taken again) still waits as a moved session, behind its older
+// record: its partition stays excused from the stall watch, as in the
+// wait (movedWaiting), until its lane takes it again (retaken), however
+// long that older record's handler runs. One the gate is to ask again
+// once released waits no more: its partition is watched.
 func (c *Consumer) giveBack(l *lane, ws []*work) {
-	ws[0].p.unstart()
+	w := ws[0]
+	if w.moves {
+		w.p.movedWaiting(w.seq, true)
+		w.movedBack = true
+	}
+	w.p.unstart()
 	l.s.giveBack(l, ws)
+}
+
+// retaken ends the excuse giveBack left for w when its lane takes it
+// again: its wait, if it still has one, marks it again (waitMoved), and
+// one that ended meanwhile, or a record that drops out at its start (its
+// partition fenced), is watched again.
+func (c *Consumer) retaken(w *work) {
+	if w.movedBack {
+		w.movedBack = false
+		w.p.movedWaiting(w.seq, false)
+	}
 }
 
 // pausedNow reports whether w's session is paused (false without control).

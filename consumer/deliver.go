@@ -21,6 +21,7 @@ func (c *Consumer) process(l *lane, w *work) (back bool) {
 		c.retryParked(l, w)
 		return false
 	}
+	c.retaken(w)
 	if !w.p.start(w.seq) {
 		return false // fenced (the next owner reads it again), or skipped as stalled
 	}

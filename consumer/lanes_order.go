@@ -107,7 +107,8 @@ func (s *shard) takeOlder(l *lane, free func(*work) bool) (x *work, held bool) {
 // of them may be why): the lane's admission (laneSet.admit) then decides
 // on its new head as on any other, and the lane sleeps without a worker
 // when the gate holds it. The lane no longer works on a record (took):
-// the stall watch finds them queued, in a lane that sleeps or runs.
+// the stall watch finds them queued, in a lane that sleeps or runs (ws[0]
+// excused while it still waits as moved: Consumer.giveBack).
 func (s *shard) giveBack(l *lane, ws []*work) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,6 +25,10 @@ type work struct {
 	// session may have to wait for its old partition (growth_loop.go).
 	placed hashring.Placement
 	moves  bool
+	// movedBack says it was given back to its lane while it waits as
+	// moved (Consumer.giveBack): its partition excuses it from the stall
+	// watch (movedWaiting) until its lane takes it again (Consumer.retaken).
+	movedBack bool
 	// parkRetry marks a retry of the lane's parked head (park_retry.go),
 	// queued by the park loop; rec is nil then.
 	parkRetry bool
