@@ -81,16 +81,6 @@ func TestEndedCtxFailsNoOther(t *testing.T) {
 	}
 }
 
-// TestBufferFullReadsLimits: the producer reads the client's buffer
-// limit (a wrong type would leave ctx unable to end a wait for room).
-func TestBufferFullReadsLimits(t *testing.T) {
-	c := cluster(t, 1, "t")
-	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t"})
-	if p.maxRecs <= 0 {
-		t.Fatalf("MaxBufferedRecords read as %d (franz-go's option reads as %T)", p.maxRecs, p.cl.OptValue(kgo.MaxBufferedRecords))
-	}
-}
-
 // TestCtxEndsWaitForRoom: with the client's buffer full (its one record
 // held at the broker), SendAsync waits for room, and its ctx ending ends
 // that wait: its message fails alone, the one buffered before it is
@@ -136,4 +126,25 @@ func holdProduce(t *testing.T, c *kfake.Cluster) (hold func(), held <-chan struc
 		return nil, nil, false
 	})
 	return hold, ch
+}
+
+// TestSendFromDoneFullBuffer: a resend from done with a bounded ctx while
+// the buffer is full ends with its ctx instead of waiting on the promise
+// it runs in (found by review: a version that counted the buffer itself
+// deadlocked here).
+func TestSendFromDoneFullBuffer(t *testing.T) {
+	c := cluster(t, 1, "t")
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), Topic: "t", ClientOptions: []kgo.Opt{kgo.MaxBufferedRecords(1)}})
+	errB := make(chan error, 1)
+	p.SendAsync(context.Background(), "a", []byte("a|0"), func(Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		p.SendAsync(ctx, "b", []byte("b|0"), func(_ Result, err error) { errB <- err })
+	})
+	select {
+	case err := <-errB:
+		t.Logf("b: %v", err)
+	case <-time.After(testTimeout):
+		t.Fatal("a resend from done with a 200 ms ctx: no result (deadlocked)")
+	}
 }

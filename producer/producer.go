@@ -42,12 +42,6 @@ type Producer struct {
 	tracer       *tracing.Tracer
 	metrics      *metrics
 	sendLog      logLimiter // failed sends, by topic and kind
-	// maxRecs and maxBytes are the client's buffer limits (0: none), read
-	// once: a Produce waits for room at them. pending and pendingBytes
-	// count the messages given to the client and not yet answered (the
-	// client's buffer: it is the producer's alone), without its lock.
-	maxRecs, maxBytes     int64
-	pending, pendingBytes atomic.Int64
 }
 
 // New validates cfg and connects lazily (the first send dials the brokers).
@@ -76,10 +70,7 @@ func New(cfg Config) (*Producer, error) {
 		cl.Close()
 		return nil, fmt.Errorf("producer: metrics: %w", err)
 	}
-	maxRecs, _ := cl.OptValue(kgo.MaxBufferedRecords).(int64)
-	maxBytes, _ := cl.OptValue(kgo.MaxBufferedBytes).(int64)
-	return &Producer{cfg: cfg, cl: cl, tracer: tracing.New(cfg.TracerProvider, cfg.Propagator), metrics: m,
-		maxRecs: maxRecs, maxBytes: maxBytes}, nil
+	return &Producer{cfg: cfg, cl: cl, tracer: tracing.New(cfg.TracerProvider, cfg.Propagator), metrics: m}, nil
 }
 
 // batchOverhead is room for the record batch framing and lanes' headers
@@ -123,7 +114,8 @@ func (p *Producer) Send(ctx context.Context, sessionID string, value []byte, opt
 // is full). Once SendAsync returns, the message is the producer's:
 // delivered, or failed by DeliveryTimeout, whatever becomes of ctx (a
 // caller's ending context would otherwise fail the other messages
-// buffered for its partition, other sessions' among them).
+// buffered for its partition, other sessions' among them; one ending in
+// the instant its message is buffered still can).
 func (p *Producer) SendAsync(ctx context.Context, sessionID string, value []byte, done func(Result, error), opts ...SendOption) {
 	p.sendAsync(ctx, sessionID, value, done, opts)
 }
@@ -156,14 +148,9 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 	p.inflight.Add(1)
 	start := time.Now()
 	_, span := p.tracer.StartSend(ctx, rec, sessionID, id)
-	size := recordSize(rec)
-	full := p.pending.Add(1) > p.maxRecs && p.maxRecs > 0
-	full = p.pendingBytes.Add(size) > p.maxBytes && p.maxBytes > 0 || full
-	rctx, cancel := recordCtx(ctx, full)
+	rctx, stop := recordCtx(ctx)
 	p.cl.Produce(rctx, rec, func(r *kgo.Record, err error) {
 		defer p.inflight.Done()
-		p.pending.Add(-1)
-		p.pendingBytes.Add(-size)
 		tracing.EndSend(span, r, err)
 		p.metrics.sendDone(time.Since(start), err)
 		res := Result{Partition: r.Partition, Offset: r.Offset, EventID: id}
@@ -177,37 +164,25 @@ func (p *Producer) sendAsync(ctx context.Context, sessionID string, value []byte
 		p.sent.Add(1)
 		done(res, nil)
 	})
-	cancel()
+	stop() // buffered (or failed): ctx no longer reaches it
 	return id
 }
 
-// recordCtx is the context a message is produced under: ctx's values, not
-// its end. franz-go fails every record buffered for a partition when the
-// first one's context has ended, so a caller's ended request would fail
-// other sessions' messages, out of their order. Only when the client's
-// buffer is full (full), when Produce waits for room, may ctx end that
-// wait (failing this message alone, not yet buffered); the wait's end is
-// cut off once it returns (call cancel then), which leaves a ctx ending
-// just as its message is buffered into a full buffer the one case it can
-// still reach the others.
-func recordCtx(ctx context.Context, full bool) (context.Context, func()) {
-	rctx := context.WithoutCancel(ctx)
-	if !full {
-		return rctx, func() {}
+// recordCtx is the context a message is produced under: ctx's values,
+// and its end only until stop is called, once Produce returned (the
+// message buffered, or failed). So ctx may end Produce's wait for room in
+// a full buffer (failing this message alone, not yet buffered), but not
+// the message once buffered: franz-go fails every record buffered for a
+// partition when the first one's context has ended, so a caller's ended
+// request would fail other sessions' messages, out of their order. A ctx
+// ending in the instant between the buffering and stop can still do so.
+func recordCtx(ctx context.Context) (context.Context, func()) {
+	if ctx.Done() == nil { // never ends (context.Background): nothing to cut off
+		return ctx, func() {}
 	}
-	rctx, cancel := context.WithCancel(rctx)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
 	return rctx, func() { stop() }
-}
-
-// recordSize is rec's size as franz-go counts it against
-// MaxBufferedBytes: its key, value and headers' keys and values.
-func recordSize(rec *kgo.Record) int64 {
-	n := len(rec.Key) + len(rec.Value)
-	for _, h := range rec.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return int64(n)
 }
 
 // record validates the input and builds the record with lanes' headers.
