@@ -23,6 +23,10 @@ type Set struct {
 	// base is the time the set's times are kept from (as durations: a
 	// parked session's entry stays small).
 	base time.Time
+	// cut is the offset the source log was last truncated at (Truncated),
+	// and oldEnd the park end then: a copy parked below oldEnd is of the
+	// log before the cut. cut is -1 before any truncation.
+	cut, oldEnd int64
 	// w are the identity rules (entry.go): which entries of the park
 	// partition are this group's own, and the fence in force, whose park
 	// offset the current owner's entries carry (Epoch).
@@ -85,7 +89,7 @@ type Record struct {
 
 // New is the parked set of a partition consumed by group.
 func New(r Rules, group string) *Set {
-	return &Set{rules: r, sessions: map[string]*parkedSession{}, base: time.Now(), w: writers{group: group}}
+	return &Set{rules: r, sessions: map[string]*parkedSession{}, base: time.Now(), w: writers{group: group}, cut: -1}
 }
 
 // since is t as the set keeps it: the time from its base.
@@ -282,15 +286,21 @@ func (ps *Set) dropHead(ss *parkedSession) {
 // through, in the order they were parked, and raises its floor to it (set
 // by the marker at parkOff). It stops at a record whose source offset is
 // below the one dropped before it: parked after a log truncation
-// (Truncated), at a reused offset, it is a new record, not done.
+// (Truncated), at a reused offset, it is a new record, not done. After a
+// truncation, a marker dropping an old copy, or nothing, raises the floor
+// no higher than below the cut: the new log's records there are not done.
 func (ps *Set) dropThrough(ss *parkedSession, through, parkOff int64) {
-	if !ss.hasFloor || ss.floor.src <= through {
-		ss.floor, ss.hasFloor = floorMark{through, parkOff}, true
-	}
-	last := int64(-1)
+	last, lastPark := int64(-1), int64(-1)
 	for len(ss.recs) > 0 && ss.recs[0].SrcOffset <= through && ss.recs[0].SrcOffset >= last {
-		last = ss.recs[0].SrcOffset
+		last, lastPark = ss.recs[0].SrcOffset, ss.recs[0].ParkOffset
 		ps.dropHead(ss)
+	}
+	floor := through
+	if ps.cut >= 0 && lastPark < ps.oldEnd { // the old log's copy, or nothing (lastPark -1)
+		floor = min(floor, ps.cut-1)
+	}
+	if !ss.hasFloor || ss.floor.src <= floor {
+		ss.floor, ss.hasFloor = floorMark{floor, parkOff}, true
 	}
 }
 
@@ -298,9 +308,11 @@ func (ps *Set) dropThrough(ss *parkedSession, through, parkOff int64) {
 // at (an unclean leader election): records from at on are new ones, at
 // offsets reused. A floor at or above at described the old log: it falls
 // to at-1, so that no new record is taken for one done before (the entry
-// that set it stays needed until the commit passes it). Records parked
+// that set it stays needed until the commit passes it), and a marker of a
+// copy of the old log raises it no higher (dropThrough). Records parked
 // from the old log stay parked, and are retried.
 func (ps *Set) Truncated(at int64) {
+	ps.cut, ps.oldEnd = at, ps.end
 	for _, ss := range ps.sessions {
 		if ss.hasFloor && ss.floor.src >= at {
 			ss.floor.src = at - 1

@@ -58,3 +58,37 @@ func TestDoneMarkerAfterForgottenFloors(t *testing.T) {
 		t.Fatalf("after the done markers of 100 and 105: head %+v, %v; want the record at 97 still parked", h, ok)
 	}
 }
+
+// TestOldMarkersKeepFloorBelowCut: after a truncation at 97 with the old
+// copies 100 and 105 parked and the new record 97 parked behind them, the
+// old copies' done markers do not lift the floor over the cut again: the
+// new log's records at 98 to 105, not yet delivered, are not taken for
+// done; the new record's own marker raises it to 97. Before the fix the
+// old markers raised it to 105 (found by review).
+func TestOldMarkersKeepFloorBelowCut(t *testing.T) {
+	now := time.Now()
+	ps := New(Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 3}, "g")
+	ps.Add("s", 10, 100, now)
+	ps.Add("s", 11, 105, now)
+	ps.Truncated(97)
+	ps.Add("s", 12, 97, now)
+	ps.Done("s", 100, 13, now)
+	ps.Done("s", 105, 14, now)
+	for _, off := range []int64{98, 100, 105} {
+		if ps.Seen("s", off) {
+			t.Errorf("the new log's record at %d, not yet delivered, is taken for done after the old copies' markers", off)
+		}
+	}
+	ps.Done("s", 97, 15, now)
+	if !ps.Seen("s", 97) || ps.Seen("s", 98) {
+		t.Error("after the new record's marker: want 97 done, 98 not")
+	}
+	// With no new record parked yet, an old copy's marker lifts nothing.
+	ps = New(Rules{Delay: time.Second, MaxDelay: time.Second, MaxAttempts: 3}, "g")
+	ps.Add("s", 10, 100, now)
+	ps.Truncated(97)
+	ps.Done("s", 100, 13, now)
+	if ps.Seen("s", 97) || ps.Seen("s", 100) {
+		t.Error("after the old copy's marker, the new log's records at 97 to 100 are taken for done")
+	}
+}
