@@ -70,14 +70,7 @@ func movedWaitPaused(t *testing.T, older, batch, park bool) {
 		cfg.Park = ParkPolicy{Enabled: true, Delay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
 	}
 	cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
-	c, err := New(cfg, rec)
-	if batch {
-		c, err = NewBatch(cfg, recordEach(rec))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, c)
+	c := startRecorded(t, cfg, rec, batch)
 	partOf := func(st Stats, id int32) PartitionStats {
 		for _, ps := range st.Partitions {
 			if ps.Partition == id {
@@ -222,14 +215,7 @@ func movedWaitLimited(t *testing.T, batch bool) {
 	cfg.Throttle = ThrottlePolicy{Session: Limit{Rate: 1000, Burst: 10}} // never holds here, but the gate may: X is not free (freeNow)
 	cfg.StallTimeout, cfg.SkipStalled = 300*time.Millisecond, true
 	cfg.ClientOptions = append(cfg.ClientOptions, kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
-	c, err := New(cfg, rec)
-	if batch {
-		c, err = NewBatch(cfg, recordEach(rec))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, c)
+	c := startRecorded(t, cfg, rec, batch)
 	var release sync.Once // the handlers held return before the shutdown, however the test ends
 	t.Cleanup(func() { release.Do(func() { close(xGate); close(sGate) }) })
 	partOf := func(st Stats, id int32) PartitionStats {
@@ -304,4 +290,19 @@ func movedWaitLimited(t *testing.T, batch bool) {
 			t.Fatalf("partition %d: %d records still marked as waiting as moved sessions", pp.key.partition, n)
 		}
 	}
+}
+
+// startRecorded starts a member that hands each record to rec: a
+// Handler, or a BatchHandler when batch.
+func startRecorded(t *testing.T, cfg Config, rec *recorder, batch bool) *Consumer {
+	t.Helper()
+	c, err := New(cfg, rec)
+	if batch {
+		c, err = NewBatch(cfg, recordEach(rec))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	return c
 }
