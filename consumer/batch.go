@@ -69,7 +69,7 @@ func NewBatch(cfg Config, h BatchHandler) (*Consumer, error) {
 	c.bh = h
 	c.lanes = newLaneSet(nil)
 	c.gateLanes()
-	c.lanes.batch, c.lanes.maxBatch = func(l *lane, ws []*work) { c.processBatch(l, ws) }, cfg.MaxBatch
+	c.lanes.batch, c.lanes.maxBatch = c.processBatch, cfg.MaxBatch
 	c.makeShards()
 	return c, nil
 }

@@ -23,7 +23,7 @@ func TestLanesOnePerSession(t *testing.T) {
 			next := map[string]int{}
 			var bad []string
 			set := newLaneSet(nil)
-			set.process = func(l *lane, w *work) {
+			set.process = func(l *lane, w *work) bool {
 				mu.Lock()
 				if running[w.lane] {
 					bad = append(bad, fmt.Sprintf("%s: two records at once", w.lane))
@@ -40,6 +40,7 @@ func TestLanesOnePerSession(t *testing.T) {
 				running[w.lane] = false
 				next[w.lane]++
 				mu.Unlock()
+				return false
 			}
 			shards := make([]*shard, 1+rng.IntN(4))
 			for i := range shards {
@@ -84,7 +85,7 @@ func rng2(seq uint64) int { return int(seq*2654435761>>7) % 8 }
 // shutdown released its partition) never runs here; it leaves no lane.
 func TestNoLaneAfterStop(t *testing.T) {
 	ran := false
-	set := newLaneSet(func(*lane, *work) { ran = true })
+	set := newLaneSet(func(*lane, *work) bool { ran = true; return false })
 	sh := &shard{lanesOf: set, lanes: map[string]*lane{}}
 	set.stop()
 	set.wg.Wait()

@@ -34,7 +34,7 @@ import (
 // the queue's length in the other, so at least one of them sees the other
 // and wakes a worker: no lane waits with every worker inside a record.
 type laneSet struct {
-	process func(*lane, *work)
+	process func(*lane, *work) bool // true: the record went back to its lane (Consumer.giveBack)
 	// admit, when set (per-session control, control.go), decides under
 	// the shard's lock whether a lane's head may be taken now; when not,
 	// the lane sleeps (lane.asleep) and its wake starts it again.
@@ -45,7 +45,7 @@ type laneSet struct {
 	joins func(head, w *work) bool
 	// batch, when set (NewBatch), handles up to maxBatch records at a time
 	// in place of process.
-	batch    func(*lane, []*work)
+	batch    func(*lane, []*work) bool
 	maxBatch int
 	alive    atomic.Int64
 	wg       sync.WaitGroup
@@ -71,7 +71,7 @@ type worker struct {
 // wakeBurst bounds the workers one blocked entry into a record wakes.
 var wakeBurst = int64(4 * runtime.GOMAXPROCS(0))
 
-func newLaneSet(process func(*lane, *work)) *laneSet {
+func newLaneSet(process func(*lane, *work) bool) *laneSet {
 	return &laneSet{process: process}
 }
 

@@ -47,7 +47,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 		return nil, err
 	}
 	c.h = h
-	c.lanes = newLaneSet(func(l *lane, w *work) { c.process(l, w) })
+	c.lanes = newLaneSet(c.process)
 	c.gateLanes()
 	c.makeShards()
 	return c, nil

@@ -47,10 +47,10 @@ func newLaneModel(t *testing.T, seed uint64, batch bool) *laneModel {
 		sent: map[string]int{}, handled: map[string]int{}, inside: map[string]bool{},
 		gate: map[*work]chan struct{}{}, blocked: map[string]chan struct{}{}}
 	m.cond = sync.NewCond(&m.mu)
-	m.set = newLaneSet(func(l *lane, w *work) { m.handle(l, []*work{w}) })
+	m.set = newLaneSet(func(l *lane, w *work) bool { m.handle(l, []*work{w}); return false })
 	if batch {
 		m.set.process = nil
-		m.set.batch, m.set.maxBatch = m.handle, 1+int(seed%4)
+		m.set.batch, m.set.maxBatch = func(l *lane, ws []*work) bool { m.handle(l, ws); return false }, 1+int(seed%4)
 	}
 	m.shards = make([]*shard, 1+m.rng.IntN(4))
 	for i := range m.shards {
