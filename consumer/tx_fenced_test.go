@@ -51,9 +51,7 @@ func (w *fencedWorld) stop(t *testing.T) error {
 func newFencedWorld(t *testing.T, group string) *fencedWorld {
 	w := &fencedWorld{e: newEnv(t, 2, "tx-in", "dlq", "tx-out"), sessions: sessionNames(4), gate: make(chan struct{}), errc: make(chan error, 1)}
 	w.e.produce("tx-in", w.sessions[:2], fencedPer)
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
-	})
+	h := echoOutput
 	cfg := w.e.config(group, "tx-in")
 	id := group + "-member"
 	cfg.Transactions = TransactionPolicy{Enabled: true, ID: id}

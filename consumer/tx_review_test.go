@@ -37,9 +37,7 @@ func TestTransactionsEndCutShort(t *testing.T) {
 		e.sleepFor(1500 * time.Millisecond) // a slow broker: longer than CommitTimeout
 		return nil, nil, false
 	})
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
-	})
+	h := echoOutput
 	cfg := e.config("g-tx-flush", "tx-in")
 	cfg.CommitTimeout = 500 * time.Millisecond
 	cfg.Transactions = TransactionPolicy{Enabled: true}

@@ -29,15 +29,8 @@ import (
 func TestTransactionsStableRewind(t *testing.T) {
 	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
 	const group = "g-tx-stable"
-	values := func(from, to int) (vs []string) { // offsets 2*from to 2*to-1
-		for seq := from; seq < to; seq++ {
-			vs = append(vs, "a|"+strconv.Itoa(seq), "b|"+strconv.Itoa(seq))
-		}
-		return vs
-	}
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
-	})
+	values := func(from, to int) []string { return seqValues(from, to, "a", "b") } // offsets 2*from to 2*to-1
+	h := echoOutput
 	cfg := e.config(group, "tx-in")
 	cfg.Transactions = TransactionPolicy{Enabled: true}
 	c, err := New(cfg, h)
@@ -175,9 +168,7 @@ func TestTransactionsPendingAtAssignment(t *testing.T) {
 		[]*kgo.Record{stampedOutput(vs[0], 0), stampedOutput(vs[1], 1), stampedOutput(vs[3], 3)})
 	endTxn(t, prev, kgo.TryCommit) // 0, 1 and 3 committed; 2 the watermark
 	killed := pendingOffsetCommit(t, e, group+"-killed", group, "tx-in", 6, "", []*kgo.Record{{Topic: "dlq", Value: []byte("x")}})
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
-	})
+	h := echoOutput
 	cfg := e.config(group, "tx-in")
 	cfg.Transactions = TransactionPolicy{Enabled: true}
 	cfg.CommitTimeout = time.Second

@@ -471,3 +471,20 @@ func (e *env) limitedOut(t *testing.T, partitions int32, limit string) {
 		t.Fatal(err)
 	}
 }
+
+// echoOutput is a transactional handler: each input's one output to
+// tx-out, its value the input's with "|0".
+var echoOutput = HandlerFunc(func(_ context.Context, m *Message) error {
+	return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
+})
+
+// seqValues is the values "session|seq" for seq from from to to-1, each
+// seq's sessions in the order given.
+func seqValues(from, to int, sessions ...string) (vs []string) {
+	for seq := from; seq < to; seq++ {
+		for _, s := range sessions {
+			vs = append(vs, s+"|"+strconv.Itoa(seq))
+		}
+	}
+	return vs
+}

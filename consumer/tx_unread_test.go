@@ -3,13 +3,11 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestTransactionsUnreadCommit: a transaction aborts (an output refused)
@@ -23,15 +21,8 @@ import (
 func TestTransactionsUnreadCommit(t *testing.T) {
 	e := newEnv(t, 1, "tx-in", "dlq", "tx-out")
 	const group = "g-tx-unread"
-	values := func(from, to int) (vs []string) {
-		for seq := from; seq < to; seq++ {
-			vs = append(vs, "a|"+strconv.Itoa(seq))
-		}
-		return vs
-	}
-	h := HandlerFunc(func(ctx context.Context, m *Message) error {
-		return m.Output(&kgo.Record{Topic: "tx-out", Key: m.Record.Key, Value: []byte(string(m.Record.Value) + "|0")})
-	})
+	values := func(from, to int) []string { return seqValues(from, to, "a") }
+	h := echoOutput
 	cfg := e.config(group, "tx-in")
 	cfg.CommitTimeout = 500 * time.Millisecond
 	cfg.Transactions = TransactionPolicy{Enabled: true}
